@@ -1,0 +1,444 @@
+"""`bcd`: everything the dashboard does, from a terminal or a script."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bcd_core import __version__
+from bcd_core.errors import BcdError
+
+DEFAULT_RUNS_DIR = Path("runs")
+log = logging.getLogger("bcd")
+
+
+# -- formatting helpers -------------------------------------------------------------------
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "--:--"
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
+
+
+def format_latency(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3f} ms"
+    return f"{seconds * 1e6:.1f} us"
+
+
+def format_flops(flops: float) -> str:
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if flops >= scale:
+            return f"{flops / scale:.2f}{unit}"
+    return f"{flops:.0f}"
+
+
+def table(headers: list[str], rows: list[list[Any]]) -> str:
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in cells]
+    return "\n".join(out)
+
+
+class ProgressBar:
+    """Trials, elapsed, ETA and the best estimated latency on one line (a line per round
+    when stderr is not a terminal, so logs stay readable)."""
+
+    def __init__(self, stream: Any = sys.stderr, width: int = 28) -> None:
+        self.stream = stream
+        self.width = width
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.run_start = time.perf_counter()
+        self.done_at_start = 0
+
+    def __call__(self, event: Any) -> None:
+        from bcd_core.tuning.events import RoundFinished, SessionFinished, SessionMessage, SessionStarted
+
+        if isinstance(event, SessionStarted):
+            self.run_start = time.perf_counter()
+            self.done_at_start = event.trials_done
+        elif isinstance(event, SessionMessage):
+            self._line(f"[{event.kind}] {event.message}")
+        elif isinstance(event, RoundFinished):
+            self._round(event)
+        elif isinstance(event, SessionFinished):
+            if self.tty:
+                self.stream.write("\n")
+            self._line(
+                f"session {event.session_id} {event.status}: {event.trials_done} trials, "
+                f"estimated latency {format_latency(event.estimated_latency_s)}, "
+                f"elapsed {format_duration(event.elapsed_s)}"
+            )
+
+    def _round(self, event: Any) -> None:
+        total = max(event.trials_total, 1)
+        share = min(event.trials_done / total, 1.0)
+        filled = int(share * self.width)
+        bar = "#" * filled + "." * (self.width - filled)
+        measured_here = event.trials_done - self.done_at_start
+        spent = time.perf_counter() - self.run_start
+        eta = spent / measured_here * max(total - event.trials_done, 0) if measured_here > 0 else None
+        text = (
+            f"[{bar}] {event.trials_done}/{event.trials_total} trials  "
+            f"elapsed {format_duration(event.elapsed_s)}  ETA {format_duration(eta)}  "
+            f"est. {format_latency(event.estimated_latency_s)}  round {event.round}: {event.task_name}"
+            + (f" ({event.batch_failed} failed)" if event.batch_failed else "")
+        )
+        if self.tty:
+            self.stream.write("\r" + text[:200].ljust(120))
+            self.stream.flush()
+        else:
+            self._line(text)
+
+    def _line(self, text: str) -> None:
+        if self.tty:
+            self.stream.write("\r")
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+# -- commands -----------------------------------------------------------------------------
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from bcd_core.clustering import cluster_of, cluster_tasks
+    from bcd_core.model_import import import_model, parse_input_shapes
+    from bcd_core.target import describe_target, parse_target
+    from bcd_core.tasks import extract_tasks
+
+    start = time.perf_counter()
+    target = parse_target(args.target)
+    imported = import_model(args.model, parse_input_shapes(args.input_shape))
+    tasks = extract_tasks(imported.relax_mod, target)
+    by_mode = {mode: cluster_tasks(tasks, mode) for mode in ("operator", "sketch")}
+    elapsed = time.perf_counter() - start
+    if args.json:
+        payload = {
+            "model": str(args.model),
+            "target": json.loads(str(target)),
+            "inputs": [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype} for s in imported.inputs],
+            "tasks": [
+                {
+                    "index": t.index,
+                    "name": t.name,
+                    "weight": t.weight,
+                    "flops": t.flops,
+                    "shapes": t.shapes,
+                    "operator_key": t.operator_key,
+                    "sketch_key": t.sketch_key,
+                    **{f"{mode}_cluster": cluster_of(clusters, t.index).id for mode, clusters in by_mode.items()},
+                    **{
+                        f"{mode}_representative": cluster_of(clusters, t.index).representative == t.index
+                        for mode, clusters in by_mode.items()
+                    },
+                }
+                for t in tasks
+            ],
+            "clusters": {
+                mode: [
+                    {"id": c.id, "key": c.key, "members": c.members, "representative": c.representative}
+                    for c in clusters
+                ]
+                for mode, clusters in by_mode.items()
+            },
+        }
+        print(json.dumps(payload, indent=2))
+        return 0
+
+    def cluster_cell(mode: str, index: int) -> str:
+        cluster = cluster_of(by_mode[mode], index)
+        return f"C{cluster.id}{'*' if cluster.representative == index and cluster.size > 1 else ''}"
+
+    rows = [
+        [
+            t.index,
+            t.name,
+            t.weight,
+            format_flops(t.flops),
+            "x".join(str(d) for d in t.shapes[-1]) if t.shapes else "",
+            t.operator_key,
+            cluster_cell("operator", t.index),
+            t.sketch_key,
+            cluster_cell("sketch", t.index),
+        ]
+        for t in tasks
+    ]
+    inputs = ", ".join(f"{s.name} {list(s.shape)} {s.dtype}" for s in imported.inputs)
+    print(f"model   {args.model}  ({inputs})")
+    print(f"target  {describe_target(target)}")
+    total_flops = sum(t.flops * t.weight for t in tasks)
+    print(
+        f"tasks   {len(tasks)} (sum of weights {sum(t.weight for t in tasks)}), {format_flops(total_flops)}FLOP per run"
+    )
+    print()
+    print(
+        table(
+            ["#", "task", "weight", "FLOPs", "output", "operator key", "op cluster", "sketch key", "sketch cluster"],
+            rows,
+        )
+    )
+    for mode, clusters in by_mode.items():
+        print(
+            f"\n{mode} clustering: {len(clusters)} clusters "
+            f"({sum(1 for c in clusters if c.size > 1)} with members; * marks the representative)"
+        )
+        for cluster in clusters:
+            print(
+                f"  C{cluster.id:<3} {cluster.key:<28} size {cluster.size:<3} "
+                f"representative #{cluster.representative} {tasks[cluster.representative].name}"
+            )
+    print(f"\ninspected in {elapsed:.1f} s")
+    return 0
+
+
+def settings_from_args(args: argparse.Namespace) -> Any:
+    from bcd_core.model_import import parse_input_shapes
+    from bcd_core.tuning.settings import TuneSettings
+
+    try:
+        return TuneSettings(
+            strategy=args.strategy,
+            trials_per_task=args.trials_per_task,
+            trials_per_round=args.trials_per_round,
+            cluster_mode=args.cluster_mode,
+            seed=args.seed,
+            input_shapes={k: list(v) for k, v in parse_input_shapes(args.input_shape).items()},
+        )
+    except ValueError as err:
+        raise BcdError(str(err)) from err
+
+
+def default_db_path(model: str) -> Path:
+    return DEFAULT_RUNS_DIR / f"{Path(model).stem}.db"
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from bcd_core.target import parse_target
+    from bcd_core.tuning.session import run_session
+
+    settings = settings_from_args(args)
+    target = parse_target(args.target)
+    db_path = Path(args.db) if args.db else default_db_path(args.model)
+    print(f"records: {db_path}", file=sys.stderr)
+    try:
+        run = run_session(args.model, db_path, target, settings, [ProgressBar()], new_session=args.new_session)
+    except KeyboardInterrupt:
+        print("\ninterrupted: every finished round is saved; run the same command again to resume", file=sys.stderr)
+        return 130
+    if args.out:
+        return export_session(db_path, run.session_id, Path(args.out), model=args.model, check=not args.no_check)
+    return 0
+
+
+def _session_for_export(store: Any, session_id: int | None) -> dict[str, Any]:
+    sessions = store.sessions()
+    if not sessions:
+        raise BcdError(f"{store.path} holds no tuning session; run `bcd tune` first")
+    if session_id is None:
+        return sessions[-1]
+    return store.session(session_id)
+
+
+def export_session(
+    db_path: Path, session_id: int | None, out: Path, model: str | None, check: bool, runs: int = 20
+) -> int:
+    from tvm.target import Target
+
+    from bcd_core.export import check_library, compile_tuned, export_library, target_device
+    from bcd_core.model_import import file_sha256, import_model
+    from bcd_core.records.database import SqliteDatabase
+    from bcd_core.records.store import RecordStore
+    from bcd_core.target import target_key
+
+    store = RecordStore(db_path, create=False)
+    session = _session_for_export(store, session_id)
+    model_path = Path(model) if model else Path(session["model_path"])
+    if not model_path.is_file():
+        raise BcdError(f"the session's model {model_path} is gone; pass its new location with --model")
+    if file_sha256(model_path) != session["model_hash"]:
+        raise BcdError(f"{model_path} is not the model session {session['id']} tuned (its contents differ)")
+    settings = json.loads(session["settings"])
+    shapes = {k: tuple(v) for k, v in settings.get("input_shapes", {}).items()}
+    target = Target(json.loads(session["target"]))
+    imported = import_model(model_path, shapes)
+    database = SqliteDatabase(store, target_key(target))
+    say = lambda text: print(text, file=sys.stderr)  # noqa: E731
+    executable = compile_tuned(database, imported.relax_mod, target, say)
+    export_library(executable, out)
+    say(f"exported {out} (session {session['id']}, {session['model_name']})")
+    if not check:
+        return 0
+    device = target_device(target)
+    report = check_library(out, imported.inputs, imported.onnx_model, runs=runs, device=device)
+    return print_check(report)
+
+
+def print_check(report: Any) -> int:
+    print(f"tvm module   median {report.tvm.median_ms:.3f} ms over {report.tvm.runs} runs")
+    if report.onnxruntime is None:
+        return 0
+    print(f"onnxruntime  median {report.onnxruntime.median_ms:.3f} ms over {report.onnxruntime.runs} runs")
+    verdict = "match" if report.matches else "DIFFER"
+    print(f"outputs {verdict}: max abs error {report.max_abs_error:.3g} (tolerance {report.tolerance:g})")
+    return 0 if report.matches else 1
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    return export_session(
+        Path(args.db), args.session, Path(args.out), args.model, check=not args.no_check, runs=args.runs
+    )
+
+
+def cmd_check(args: argparse.Namespace, compare: bool = True) -> int:
+    from bcd_core.export import check_library
+    from bcd_core.model_import import graph_inputs, load_onnx, parse_input_shapes
+
+    model = load_onnx(args.onnx)
+    overrides = parse_input_shapes(args.input_shape)
+    specs = graph_inputs(model)
+    from bcd_core.model_import import _apply_shapes, _check_static
+
+    specs = _apply_shapes(specs, overrides)
+    _check_static(specs)
+    report = check_library(
+        args.module, specs, model if compare else None, runs=args.runs, tolerance=args.tolerance, device=args.device
+    )
+    return print_check(report)
+
+
+def cmd_db(args: argparse.Namespace) -> int:
+    from bcd_core.records.json_io import export_json, import_json
+    from bcd_core.records.store import RecordStore
+
+    if args.db_command == "import-json":
+        store = RecordStore(args.db)
+        count = import_json(store, args.directory)
+        print(f"imported {count} records from {args.directory} into {args.db}")
+    elif args.db_command == "export-json":
+        store = RecordStore(args.db, create=False)
+        count = export_json(store, args.directory)
+        print(f"exported {count} records from {args.db} to {args.directory}")
+    else:
+        store = RecordStore(args.db, create=False)
+        rows = [
+            [
+                s["id"],
+                s["model_name"],
+                s["strategy"],
+                s["status"],
+                s["trials_done"],
+                format_latency(s["estimated_latency_s"]),
+                format_duration(s["elapsed_s"]),
+                s["started_at"],
+            ]
+            for s in store.sessions()
+        ]
+        print(table(["id", "model", "strategy", "status", "trials", "est. latency", "elapsed", "started"], rows))
+    return 0
+
+
+# -- argument parsing ---------------------------------------------------------------------
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--target", default="llvm", help="'llvm' (this CPU, the default), a JSON dict, or a tag like nvidia/nvidia-h100"
+    )
+    parser.add_argument(
+        "--input-shape", action="append", metavar="NAME=D1,D2,...", help="fix the shape of a dynamic input (repeatable)"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bcd", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"bcd {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: TVM's too)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    inspect = sub.add_parser("inspect", help="list a model's tuning tasks and clusters")
+    inspect.add_argument("model")
+    _add_model_options(inspect)
+    inspect.add_argument("--json", action="store_true", help="machine-readable output")
+    inspect.set_defaults(func=cmd_inspect)
+
+    tune = sub.add_parser("tune", help="tune a model; re-running the same command resumes it")
+    tune.add_argument("model")
+    _add_model_options(tune)
+    tune.add_argument("--strategy", default="metaschedule", choices=["metaschedule"])
+    tune.add_argument("--trials-per-task", type=int, default=32)
+    tune.add_argument("--trials-per-round", type=int, default=16, help="candidates measured per batch")
+    tune.add_argument("--cluster-mode", default="operator", choices=["operator", "sketch"])
+    tune.add_argument("--seed", type=int, default=0)
+    tune.add_argument("--db", help="records database (default runs/MODEL.db)")
+    tune.add_argument("--new-session", action="store_true", help="start over instead of resuming")
+    tune.add_argument("--out", help="also export the tuned module here and check it")
+    tune.add_argument("--no-check", action="store_true", help="with --out: skip the onnxruntime check")
+    tune.set_defaults(func=cmd_tune)
+
+    export = sub.add_parser("export", help="compile the tuned model from the records into a shared library")
+    export.add_argument("--db", required=True)
+    export.add_argument("--out", required=True)
+    export.add_argument("--session", type=int, help="session id (default: the newest)")
+    export.add_argument("--model", help="the ONNX file, if it moved since tuning")
+    export.add_argument("--no-check", action="store_true", help="skip the check against onnxruntime")
+    export.add_argument("--runs", type=int, default=20)
+    export.set_defaults(func=cmd_export)
+
+    for name, compare, text in (
+        ("check", True, "run a compiled module and compare it with onnxruntime"),
+        ("run", False, "run a compiled module on random input and time it"),
+    ):
+        cmd = sub.add_parser(name, help=text)
+        cmd.add_argument("module")
+        cmd.add_argument("--onnx", required=True, help="the ONNX model (inputs, and the reference outputs)")
+        cmd.add_argument("--input-shape", action="append", metavar="NAME=D1,D2,...")
+        cmd.add_argument("--runs", type=int, default=20)
+        cmd.add_argument("--tolerance", type=float, default=1e-3)
+        cmd.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+        cmd.set_defaults(func=lambda a, compare=compare: cmd_check(a, compare))
+
+    db = sub.add_parser("db", help="records database utilities")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    for name, text in (
+        ("import-json", "add a MetaSchedule JSON database's records"),
+        ("export-json", "write the records as a MetaSchedule JSON database"),
+    ):
+        cmd = db_sub.add_parser(name, help=text)
+        cmd.add_argument("--db", required=True)
+        cmd.add_argument("directory", help="folder with database_workload.json and database_tuning_record.json")
+    sessions = db_sub.add_parser("sessions", help="list the sessions in a store")
+    sessions.add_argument("--db", required=True)
+    db.set_defaults(func=cmd_db)
+    return parser
+
+
+def configure_logging(verbosity: int) -> None:
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("bcd").setLevel(logging.INFO if verbosity else logging.WARNING)
+    tvm_level = logging.INFO if verbosity >= 2 else logging.WARNING
+    logging.getLogger("bcd.ms").setLevel(tvm_level)
+    logging.getLogger("tvm").setLevel(tvm_level)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    configure_logging(args.verbose)
+    try:
+        return int(args.func(args) or 0)
+    except BcdError as err:
+        print(f"bcd: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,172 @@
+"""Compile a tuned model from the store, export it, and check it against onnxruntime."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import tvm
+from tvm import relax
+from tvm.s_tir import meta_schedule as ms
+from tvm.target import Target
+
+from bcd_core.errors import BcdError, MissingRecordError
+from bcd_core.model_import import InputSpec, random_inputs
+from bcd_core.records.database import SqliteDatabase
+from bcd_core.target import host_core_count, is_gpu
+from bcd_core.tasks import extract_tasks
+from bcd_core.tvm_speedups import load_tensor_intrinsics
+
+Progress = Callable[[str], None]
+
+
+def missing_records(database: SqliteDatabase, raw_mod: tvm.IRModule, target: Target) -> list[str]:
+    """Tasks `compile_relax` would find no record for (it would silently leave them untuned)."""
+    missing = []
+    for task in extract_tasks(raw_mod, target):
+        if database.query_tuning_record(task.mod, target, task.name) is None:
+            missing.append(task.name)
+    return missing
+
+
+def compile_tuned(
+    database: SqliteDatabase, raw_mod: tvm.IRModule, target: Target, progress: Progress = lambda _: None
+) -> relax.VMExecutable:
+    """Build the whole model with the best stored program of every task.
+
+    `raw_mod` must be the module straight from the importer: `compile_relax` fuses it
+    itself, and a pre-fused module makes every lookup miss."""
+    progress("checking that every task has a tuning record")
+    missing = missing_records(database, raw_mod, target)
+    if missing:
+        raise MissingRecordError(missing)
+    load_tensor_intrinsics(target)
+    progress("compiling the tuned model")
+    return ms.relax_integration.compile_relax(database, raw_mod, target, params={})
+
+
+def export_library(executable: relax.VMExecutable, out_path: str | Path) -> Path:
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    executable.export_library(str(out_path))
+    return out_path
+
+
+def _to_numpy(value: Any) -> list[np.ndarray]:
+    if hasattr(value, "numpy"):
+        return [value.numpy()]
+    return [array for item in value for array in _to_numpy(item)]
+
+
+@dataclass
+class LatencyResult:
+    median_ms: float
+    runs: int
+    outputs: list[np.ndarray]
+
+
+def device_for(kind: str) -> tvm.runtime.Device:
+    if kind == "cuda":
+        if not tvm.runtime.enabled("cuda") or not tvm.cuda().exist:
+            raise BcdError("no CUDA device here; run the CUDA module on a machine with an NVIDIA GPU")
+        return tvm.cuda()
+    return tvm.cpu()
+
+
+def run_library(
+    library_path: str | Path, inputs: dict[str, np.ndarray], runs: int = 20, device: str = "cpu"
+) -> LatencyResult:
+    """Load an exported module, run it on `inputs` (in the model's input order) and time it."""
+    library_path = Path(library_path)
+    if not library_path.is_file():
+        raise BcdError(f"compiled module not found: {library_path}")
+    try:
+        library = tvm.runtime.load_module(str(library_path))
+    except Exception as err:
+        raise BcdError(f"{library_path} is not a module TVM can load: {str(err).splitlines()[0]}") from err
+    dev = device_for(device)
+    vm = relax.VirtualMachine(library, dev)
+    arguments = [tvm.runtime.tensor(array, device=dev) for array in inputs.values()]
+    outputs = _to_numpy(vm["main"](*arguments))  # warm-up, and the outputs to compare
+    timings = []
+    for _ in range(max(1, runs)):
+        start = time.perf_counter()
+        vm["main"](*arguments)
+        dev.sync()
+        timings.append((time.perf_counter() - start) * 1000)
+    return LatencyResult(statistics.median(timings), len(timings), outputs)
+
+
+def run_onnxruntime(
+    model: onnx.ModelProto, inputs: dict[str, np.ndarray], runs: int = 20, threads: int | None = None
+) -> LatencyResult:
+    """onnxruntime on the same inputs and thread count: the deployment alternative."""
+    import onnxruntime as ort
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    copy.ir_version = min(copy.ir_version, 10)  # onnx 1.23 writes IR 14; onnxruntime 1.31 rejects it
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or host_core_count()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(copy.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    outputs = session.run(None, inputs)
+    timings = []
+    for _ in range(max(1, runs)):
+        start = time.perf_counter()
+        session.run(None, inputs)
+        timings.append((time.perf_counter() - start) * 1000)
+    return LatencyResult(statistics.median(timings), len(timings), [np.asarray(o) for o in outputs])
+
+
+@dataclass
+class CheckReport:
+    tvm: LatencyResult
+    onnxruntime: LatencyResult | None
+    max_abs_error: float | None
+    tolerance: float
+
+    @property
+    def matches(self) -> bool | None:
+        if self.max_abs_error is None:
+            return None
+        return self.max_abs_error <= self.tolerance
+
+
+def compare_outputs(ours: list[np.ndarray], reference: list[np.ndarray]) -> float:
+    if len(ours) != len(reference):
+        raise BcdError(f"the module returns {len(ours)} outputs, onnxruntime {len(reference)}")
+    worst = 0.0
+    for a, b in zip(ours, reference):
+        if a.shape != b.shape:
+            raise BcdError(f"output shape {a.shape} differs from onnxruntime's {b.shape}")
+        if a.size:
+            worst = max(worst, float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))))
+    return worst
+
+
+def check_library(
+    library_path: str | Path,
+    inputs_spec: list[InputSpec],
+    onnx_model: onnx.ModelProto | None,
+    runs: int = 20,
+    seed: int = 0,
+    tolerance: float = 1e-3,
+    device: str = "cpu",
+) -> CheckReport:
+    inputs = random_inputs(inputs_spec, seed)
+    ours = run_library(library_path, inputs, runs, device)
+    if onnx_model is None:
+        return CheckReport(ours, None, None, tolerance)
+    reference = run_onnxruntime(onnx_model, inputs, runs)
+    return CheckReport(ours, reference, compare_outputs(ours.outputs, reference.outputs), tolerance)
+
+
+def target_device(target: Target) -> str:
+    return "cuda" if is_gpu(target) and target.kind.name == "cuda" else "cpu"

@@ -1,0 +1,216 @@
+"""ONNX file -> TVM Relax module, with clear errors for the inputs users actually have."""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+import tvm
+from tvm import relax
+from tvm.target import Target
+
+from bcd_core.errors import DynamicShapeError, ModelLoadError, UnsupportedOperatorError
+
+ONNX_DOMAINS = ("", "ai.onnx")
+ONNX_TO_NUMPY = {
+    onnx.TensorProto.FLOAT: "float32",
+    onnx.TensorProto.FLOAT16: "float16",
+    onnx.TensorProto.DOUBLE: "float64",
+    onnx.TensorProto.INT8: "int8",
+    onnx.TensorProto.UINT8: "uint8",
+    onnx.TensorProto.INT32: "int32",
+    onnx.TensorProto.INT64: "int64",
+    onnx.TensorProto.BOOL: "bool",
+}
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One graph input. `shape` entries are ints, or a str/None for a dynamic dim."""
+
+    name: str
+    shape: tuple[int | str | None, ...]
+    dtype: str
+
+    @property
+    def is_static(self) -> bool:
+        return all(isinstance(d, int) and d > 0 for d in self.shape)
+
+
+@dataclass
+class ImportedModel:
+    path: Path
+    sha256: str
+    onnx_model: onnx.ModelProto
+    inputs: list[InputSpec]
+    relax_mod: tvm.IRModule  # raw from_onnx module: compile_relax must get this one
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def parse_input_shapes(items: list[str] | None) -> dict[str, tuple[int, ...]]:
+    """`["input=1,3,224,224"]` -> `{"input": (1, 3, 224, 224)}`."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for item in items or []:
+        name, sep, dims = item.partition("=")
+        try:
+            if not sep or not name:
+                raise ValueError
+            shape = tuple(int(d) for d in dims.replace("x", ",").split(",") if d.strip())
+            if not shape or any(d <= 0 for d in shape):
+                raise ValueError
+        except ValueError:
+            raise ModelLoadError(
+                f"bad --input-shape {item!r}: expected NAME=D1,D2,... with positive integers"
+            ) from None
+        shapes[name.strip()] = shape
+    return shapes
+
+
+def load_onnx(path: str | Path) -> onnx.ModelProto:
+    path = Path(path)
+    if not path.is_file():
+        raise ModelLoadError(f"model file not found: {path}")
+    if path.stat().st_size == 0:
+        raise ModelLoadError(f"{path} is empty, not an ONNX model")
+    try:
+        model = onnx.load(str(path))
+    except Exception as err:  # protobuf DecodeError and friends
+        raise ModelLoadError(f"{path} is not a readable ONNX model (truncated or not ONNX): {err}") from err
+    if not model.graph.node or not model.opset_import:
+        raise ModelLoadError(f"{path} is not an ONNX model: it holds no graph (is it truncated?)")
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as err:
+        first = str(err).strip().splitlines()[0]
+        if "No Op registered" not in first:  # unknown ops get their own, clearer message
+            raise ModelLoadError(f"{path} is not a valid ONNX model: {first}") from err
+    return model
+
+
+def graph_inputs(model: onnx.ModelProto) -> list[InputSpec]:
+    initializers = {init.name for init in model.graph.initializer}
+    specs = []
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        tensor_type = value.type.tensor_type
+        dims: list[int | str | None] = []
+        for dim in tensor_type.shape.dim:
+            if dim.HasField("dim_value"):
+                dims.append(int(dim.dim_value))
+            else:
+                dims.append(dim.dim_param or None)
+        dtype = ONNX_TO_NUMPY.get(tensor_type.elem_type, f"onnx-type-{tensor_type.elem_type}")
+        specs.append(InputSpec(value.name, tuple(dims), dtype))
+    return specs
+
+
+def unsupported_operators(model: onnx.ModelProto) -> list[str]:
+    from tvm.relax.frontend.onnx.onnx_frontend import _get_convert_map
+
+    supported = _get_convert_map()
+    missing = set()
+    for node in model.graph.node:
+        if node.domain not in ONNX_DOMAINS or node.op_type not in supported:
+            missing.add(node.op_type if node.domain in ONNX_DOMAINS else f"{node.domain}.{node.op_type}")
+    return sorted(missing)
+
+
+def _apply_shapes(inputs: list[InputSpec], overrides: dict[str, tuple[int, ...]]) -> list[InputSpec]:
+    unknown = set(overrides) - {spec.name for spec in inputs}
+    if unknown:
+        names = ", ".join(spec.name for spec in inputs)
+        raise ModelLoadError(f"--input-shape names unknown input(s) {sorted(unknown)}; inputs are: {names}")
+    fixed = []
+    for spec in inputs:
+        if spec.name in overrides:
+            shape = overrides[spec.name]
+            if len(shape) != len(spec.shape):
+                raise ModelLoadError(
+                    f"--input-shape for '{spec.name}' has {len(shape)} dims, the model declares {len(spec.shape)}"
+                )
+            spec = InputSpec(spec.name, tuple(shape), spec.dtype)
+        fixed.append(spec)
+    return fixed
+
+
+def _check_static(inputs: list[InputSpec]) -> None:
+    for spec in inputs:
+        if not spec.is_static:
+            example = ",".join(str(d) if isinstance(d, int) and d > 0 else "1" for d in spec.shape)
+            raise DynamicShapeError(spec.name, list(spec.shape), f"{spec.name}={example}")
+        if spec.dtype.startswith("onnx-type"):
+            raise ModelLoadError(f"input '{spec.name}' has an element type bcd cannot feed ({spec.dtype})")
+
+
+def import_model(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> ImportedModel:
+    """Load, validate and import an ONNX model into Relax (weights bound as constants)."""
+    path = Path(path)
+    model = load_onnx(path)
+    missing = unsupported_operators(model)
+    if missing:
+        raise UnsupportedOperatorError(missing)
+    inputs = _apply_shapes(graph_inputs(model), input_shapes or {})
+    _check_static(inputs)
+    from tvm.relax.frontend.onnx import from_onnx
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the frontend re-runs the checker and warns loudly
+            mod = from_onnx(
+                model,
+                shape_dict={spec.name: list(spec.shape) for spec in inputs},
+                dtype_dict={spec.name: spec.dtype for spec in inputs},
+                keep_params_in_input=False,
+            )
+    except Exception as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise ModelLoadError(f"TVM could not import {path.name}: {first}") from err
+    return ImportedModel(path=path, sha256=file_sha256(path), onnx_model=model, inputs=inputs, relax_mod=mod)
+
+
+def fuse_for_tuning(raw_mod: tvm.IRModule, target: Target) -> tvm.IRModule:
+    """The exact fusion `compile_relax` performs, so extracted tasks match its database lookups
+    (fusing differently makes lookups miss silently and ships untuned code)."""
+    from tvm.relax import pipeline as relax_pipeline
+
+    try:
+        dispatch = list(relax_pipeline.library_dispatch_passes(target))
+    except (ValueError, AttributeError):
+        dispatch = []
+    passes = [
+        *dispatch,
+        relax.transform.LegalizeOps(),
+        relax.transform.AnnotateTIROpPattern(),
+        relax.transform.FoldConstant(),
+        relax.transform.FuseOps(),
+        relax.transform.FuseTIR(),
+    ]
+    with target, tvm.transform.PassContext(opt_level=3):
+        return tvm.transform.Sequential(passes)(raw_mod)
+
+
+def random_inputs(inputs: list[InputSpec], seed: int = 0) -> dict[str, np.ndarray]:
+    """Inputs for checks and latency runs; integers stay small so they are valid indices."""
+    rng = np.random.default_rng(seed)
+    arrays = {}
+    for spec in inputs:
+        shape = tuple(int(d) for d in spec.shape)  # type: ignore[arg-type]
+        if spec.dtype == "bool":
+            arrays[spec.name] = rng.integers(0, 2, size=shape).astype(bool)
+        elif spec.dtype.startswith(("int", "uint")):
+            arrays[spec.name] = rng.integers(0, 2, size=shape).astype(spec.dtype)
+        else:
+            arrays[spec.name] = rng.standard_normal(size=shape).astype(spec.dtype)
+    return arrays

@@ -1,0 +1,133 @@
+"""MetaSchedule's Database interface over the SQLite records store.
+
+`tune_tasks` and `compile_relax` read and write tuning records through this class, so the
+records the user sees in the store are exactly the ones the compiler uses.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import tvm
+import tvm_ffi
+from tvm.ir.utils import derived_object
+from tvm.s_tir import meta_schedule as ms
+from tvm.s_tir.meta_schedule.database import TuningRecord, Workload
+
+from bcd_core.records.store import FAILED_RUN_SECS, RecordStore, TrialRow
+from bcd_core.target import target_key as make_target_key
+
+
+def run_secs_of(record: TuningRecord) -> list[float] | None:
+    """Seconds per run, or None for a failed candidate (MetaSchedule stores 1e10)."""
+    if record.run_secs is None:
+        return None
+    secs = [float(s) for s in record.run_secs]
+    if not secs or any(s >= FAILED_RUN_SECS for s in secs):
+        return None
+    return secs
+
+
+@derived_object
+class SqliteDatabase(ms.database.PyDatabase):
+    """Workloads match by structural hash plus structural equality; records are filtered
+    to one target when `target_key` is given (a store may hold several targets)."""
+
+    def __init__(self, store: RecordStore, target_key: str | None = None) -> None:
+        super().__init__()
+        self.store = store
+        self.target_key = target_key
+        self._lock = threading.RLock()
+        self._workloads: dict[int, Workload] = {}  # id -> Workload
+        self._ids_by_hash: dict[str, list[int]] = {}
+
+    # -- workload identity ----------------------------------------------------------------
+    def _load_hash(self, shash: str) -> list[int]:
+        if shash not in self._ids_by_hash:
+            ids = []
+            for row in self.store.workloads_with_hash(shash):
+                self._workloads[row["id"]] = Workload.from_json(json.loads(row["workload"]))
+                ids.append(row["id"])
+            self._ids_by_hash[shash] = ids
+        return self._ids_by_hash[shash]
+
+    def find_workload_id(self, mod: tvm.IRModule) -> int | None:
+        with self._lock:
+            for workload_id in self._load_hash(str(tvm_ffi.structural_hash(mod))):
+                if tvm_ffi.structural_equal(self._workloads[workload_id].mod, mod):
+                    return workload_id
+        return None
+
+    def workload_id(self, workload: Workload) -> int:
+        """Id of a workload handed out by this database (or an equal one)."""
+        found = self.find_workload_id(workload.mod)
+        if found is None:
+            return self.commit_workload_id(workload.mod)
+        return found
+
+    def commit_workload_id(self, mod: tvm.IRModule) -> int:
+        with self._lock:
+            found = self.find_workload_id(mod)
+            if found is not None:
+                return found
+            workload = Workload(mod)
+            shash = str(tvm_ffi.structural_hash(mod))
+            workload_id = self.store.add_workload(shash, workload.as_json())
+            self._workloads[workload_id] = workload
+            self._ids_by_hash.setdefault(shash, []).append(workload_id)
+            return workload_id
+
+    # -- PyDatabase interface -------------------------------------------------------------
+    def has_workload(self, mod: tvm.IRModule) -> bool:
+        return self.find_workload_id(mod) is not None
+
+    def commit_workload(self, mod: tvm.IRModule) -> Workload:
+        workload_id = self.commit_workload_id(mod)
+        return self._workloads[workload_id]
+
+    def commit_tuning_record(self, record: TuningRecord) -> None:
+        self.store.add_imported_trials([self.trial_from_record(record, origin="committed")])
+
+    def trial_from_record(self, record: TuningRecord, origin: str) -> TrialRow:
+        trace_json, _run_secs, target_json, args_json = record.as_json()
+        secs = run_secs_of(record)
+        key = make_target_key(record.target) if record.target is not None else (self.target_key or "")
+        del target_json  # the key is the canonical form of the same target
+        return TrialRow(
+            task_id=None,
+            workload_id=self.workload_id(record.workload),
+            round=0,
+            elapsed_s=0.0,
+            run_secs=secs,
+            error=None if secs else "failed (no valid run time)",
+            trace=trace_json,
+            args_info=args_json,
+            target_key=key,
+            origin=origin,
+        )
+
+    def record_from_row(self, row: dict[str, Any]) -> TuningRecord:
+        workload = self._workloads.get(row["workload_id"])
+        if workload is None:
+            stored = self.store.workload(row["workload_id"])
+            self._load_hash(stored["shash"])
+            workload = self._workloads[row["workload_id"]]
+        run_secs = json.loads(row["run_secs"]) if row["run_secs"] else [FAILED_RUN_SECS]
+        target = json.loads(row["target_key"]) if row["target_key"] else None
+        as_json = [json.loads(row["trace"]), run_secs, target, json.loads(row["args_info"])]
+        return TuningRecord.from_json(as_json, workload)
+
+    def get_top_k(self, workload: Workload, top_k: int) -> list[TuningRecord]:
+        workload_id = self.find_workload_id(workload.mod)
+        if workload_id is None or top_k <= 0:
+            return []
+        rows = self.store.top_records(workload_id, self.target_key, top_k)
+        return [self.record_from_row(row) for row in rows]
+
+    def get_all_tuning_records(self) -> list[TuningRecord]:
+        return [self.record_from_row(row) for row in self.store.all_records(self.target_key)]
+
+    def __len__(self) -> int:
+        return self.store.count_records(self.target_key)

@@ -1,0 +1,93 @@
+"""Tuning targets: the host CPU by default, or any TVM target dict, JSON or tag."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from tvm.target import Target, codegen
+
+from bcd_core.errors import TargetError
+
+HOST_ALIASES = {"", "llvm", "cpu", "host"}
+
+
+def host_core_count() -> int:
+    """Cores this process may use (respects CPU affinity, e.g. in containers)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return os.cpu_count() or 1
+
+
+def host_target(num_cores: int | None = None) -> Target:
+    """LLVM for this machine's CPU. Without `mcpu` LLVM emits generic x86-64 code
+    (about 2x slower tuned programs), so the host CPU model is always given."""
+    config = {
+        "kind": "llvm",
+        "mcpu": codegen.llvm_get_system_cpu(),
+        "num-cores": num_cores or host_core_count(),
+    }
+    return Target(config)
+
+
+def _with_llvm_host(target: Target) -> Target:
+    """GPU targets need a host for the CPU-side code; default it to this machine."""
+    if target.kind.name in ("cuda", "rocm", "vulkan", "metal", "opencl") and target.host is None:
+        return Target(target, host_target())
+    return target
+
+
+def parse_target(spec: str | dict[str, Any] | None, num_cores: int | None = None) -> Target:
+    """Turn what a user typed into a Target.
+
+    Accepted: nothing / "llvm" (the host CPU), a JSON dict
+    ('{"kind": "llvm", "num-cores": 4}'), a tag ("nvidia/nvidia-h100") or a plain kind
+    name ("cuda").
+    """
+    if spec is None or (isinstance(spec, str) and spec.strip() in HOST_ALIASES):
+        return host_target(num_cores)
+    config: str | dict[str, Any] = spec
+    if isinstance(spec, str) and spec.strip().startswith("{"):
+        try:
+            config = json.loads(spec)
+        except json.JSONDecodeError as err:
+            raise TargetError(f"target is not valid JSON ({err.msg} at column {err.colno}): {spec}") from err
+    try:
+        target = Target(config)
+    except Exception as err:  # TVM raises ValueError / TVMError with long texts
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise TargetError(
+            f"unknown or malformed target {spec!r}: {first_line}. Use 'llvm' for this CPU, "
+            'a JSON dict such as \'{"kind": "llvm", "num-cores": 4}\', or a tag such as nvidia/nvidia-h100'
+        ) from err
+    if target.kind.name == "llvm":
+        mcpu = target.attrs.get("mcpu")
+        triple = target.attrs.get("mtriple") or codegen.llvm_get_system_triple()
+        if mcpu and not codegen.llvm_is_valid_cpu(str(mcpu), str(triple)):
+            raise TargetError(f"LLVM does not know the CPU mcpu={mcpu!r}")
+    return _with_llvm_host(target)
+
+
+def target_key(target: Target) -> str:
+    """A stable text form, used to tell records of different targets apart in the store."""
+    return json.dumps(target_to_dict(target), sort_keys=True)
+
+
+def target_to_dict(target: Target) -> dict[str, Any]:
+    return json.loads(str(target))  # str(Target) is its canonical JSON
+
+
+def describe_target(target: Target) -> str:
+    """Short human label, e.g. 'llvm znver4 x2' or 'cuda sm_90a'."""
+    attrs = target.attrs
+    if target.kind.name == "llvm":
+        return f"llvm {attrs.get('mcpu', 'generic')} x{attrs.get('num-cores', '?')}"
+    if target.kind.name == "cuda":
+        return f"cuda {attrs.get('arch', '')}".strip()
+    return target.kind.name
+
+
+def is_gpu(target: Target) -> bool:
+    return "gpu" in [str(k) for k in target.keys]

@@ -1,0 +1,121 @@
+"""Tuning tasks: the fused subgraphs of a model, with what clustering and the UI need."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+import tvm
+from tvm.s_tir import meta_schedule as ms
+from tvm.target import Target
+
+from bcd_core.errors import DynamicShapeError
+from bcd_core.model_import import fuse_for_tuning
+from bcd_core.tvm_speedups import load_tensor_intrinsics
+
+_SUFFIX_DIGITS = re.compile(r"\d+$")
+_DECISION = re.compile(r",?\s*decision=[^)]*\)")
+_LV_PREFIX = re.compile(r"\blv\d+_")
+_DIGITS = re.compile(r"\d+")
+_NAME_ARG = re.compile(r'name="[^"]*"')
+
+
+@dataclass
+class Task:
+    """One fused subgraph (MetaSchedule's ExtractedTask) and its derived keys."""
+
+    index: int
+    name: str
+    weight: int
+    flops: float
+    shapes: list[list[int]]
+    dtypes: list[str]
+    operator_key: str
+    sketch_key: str
+    num_sketches: int
+    mod: tvm.IRModule = field(repr=False)
+    target: Target = field(repr=False)
+
+    @property
+    def weighted_flops(self) -> float:
+        return self.flops * self.weight
+
+
+def operator_key(task_name: str) -> str:
+    """`fused_conv2d3_add1_relu1` -> `conv2d_add_relu`: the operator chain without
+    the numbering TVM adds to tell same-named functions apart."""
+    name = task_name.removeprefix("fused_")
+    return "_".join(_SUFFIX_DIGITS.sub("", part) for part in name.split("_") if part)
+
+
+def normalize_sketch(python_trace: str) -> str:
+    """Abstract a sketch trace to its structure: drop sampled decisions, block and buffer
+    names (fusion renames them) and every number (loop extents, indices)."""
+    text = _DECISION.sub(")", python_trace)
+    text = _LV_PREFIX.sub("lv_", text)
+    text = _NAME_ARG.sub('name="_"', text)
+    return _DIGITS.sub("N", text)
+
+
+def design_space(mod: tvm.IRModule, target: Target) -> list[tvm.s_tir.Schedule]:
+    load_tensor_intrinsics(target)
+    context = ms.TuneContext(
+        mod=mod,
+        target=target,
+        space_generator="post-order-apply",
+        search_strategy="evolutionary",
+        num_threads=1,
+    )
+    return list(context.generate_design_space())
+
+
+def sketch_signature(sketch: tvm.s_tir.Schedule) -> str:
+    return normalize_sketch("\n".join(sketch.trace.as_python(remove_postproc=True)))
+
+
+def sketch_key_of(sketches: list[tvm.s_tir.Schedule]) -> str:
+    """Hash of the normalized structure of every sketch, in design-space order."""
+    digest = hashlib.sha1()
+    for sketch in sketches:
+        digest.update(sketch_signature(sketch).encode())
+        digest.update(b"\x00")
+    return "sk-" + digest.hexdigest()[:10]
+
+
+def _static_shapes(task_name: str, mod: tvm.IRModule) -> tuple[list[list[int]], list[str]]:
+    shapes, dtypes = [], []
+    for arg in ms.arg_info.ArgInfo.from_prim_func(mod["main"]):
+        dims = list(arg.shape)
+        if not all(isinstance(d, tvm.tirx.IntImm) or isinstance(d, int) for d in dims):
+            raise DynamicShapeError(task_name, [str(d) for d in dims], "NAME=D1,D2,... for the model input")
+        shapes.append([int(d) for d in dims])
+        dtypes.append(str(arg.dtype))
+    return shapes, dtypes
+
+
+def extract_tasks(raw_mod: tvm.IRModule, target: Target) -> list[Task]:
+    """Fuse the Relax module as `compile_relax` will and describe each tuning task."""
+    fused = fuse_for_tuning(raw_mod, target)
+    extracted = ms.relax_integration.extract_tasks(fused, target)
+    tasks = []
+    for index, ext in enumerate(extracted):
+        mod = ext.dispatched[0]
+        shapes, dtypes = _static_shapes(ext.task_name, mod)
+        sketches = design_space(mod, target)
+        tasks.append(
+            Task(
+                index=index,
+                name=ext.task_name,
+                weight=int(ext.weight),
+                flops=float(tvm.s_tir.analysis.estimate_tir_flops(mod)),
+                shapes=shapes,
+                dtypes=dtypes,
+                operator_key=operator_key(ext.task_name),
+                sketch_key=sketch_key_of(sketches),
+                num_sketches=len(sketches),
+                mod=mod,
+                target=ext.target,
+            )
+        )
+    return tasks

@@ -1,0 +1,52 @@
+"""What the tuner tells its observers (CLI progress bar, GUI, tests) after each round."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SessionStarted:
+    session_id: int
+    resumed: bool
+    num_tasks: int
+    trials_total: int
+    trials_done: int
+    elapsed_s: float
+
+
+@dataclass(frozen=True)
+class RoundFinished:
+    session_id: int
+    round: int
+    task_index: int
+    task_name: str
+    batch_size: int
+    batch_failed: int
+    best_task_latency_s: float | None
+    estimated_latency_s: float | None  # None until every task has a valid measurement
+    trials_done: int
+    trials_total: int
+    elapsed_s: float
+
+
+@dataclass(frozen=True)
+class SessionMessage:
+    session_id: int
+    kind: str  # "info", "warning", "fallback", ...
+    message: str
+    task_index: int | None = None
+
+
+@dataclass(frozen=True)
+class SessionFinished:
+    session_id: int
+    status: str
+    trials_done: int
+    estimated_latency_s: float | None
+    elapsed_s: float
+
+
+TuneEvent = SessionStarted | RoundFinished | SessionMessage | SessionFinished
+Listener = Callable[[TuneEvent], None]

@@ -1,0 +1,29 @@
+"""Builder and runner set-up shared by every strategy."""
+
+from __future__ import annotations
+
+from tvm.s_tir import meta_schedule as ms
+
+from bcd_core.target import host_core_count
+from bcd_core.tuning.builder import build_candidate
+from bcd_core.tuning.settings import TuneSettings
+
+
+def make_builder(settings: TuneSettings) -> ms.builder.Builder:
+    return ms.builder.LocalBuilder(
+        max_workers=host_core_count(),
+        timeout_sec=settings.builder_timeout_s,
+        f_build=build_candidate,
+    )
+
+
+def make_runner(settings: TuneSettings) -> ms.runner.Runner:
+    return ms.runner.LocalRunner(
+        timeout_sec=settings.runner_timeout_s,
+        evaluator_config=ms.runner.EvaluatorConfig(
+            number=settings.runner_number,
+            repeat=settings.runner_repeat,
+            min_repeat_ms=settings.runner_min_repeat_ms,
+            enable_cpu_cache_flush=False,
+        ),
+    )

@@ -1,0 +1,45 @@
+"""The baseline: stock MetaSchedule (evolutionary search, XGBoost cost model, gradient task
+scheduler), with this project's builder, store and 2-core settings."""
+
+from __future__ import annotations
+
+import tempfile
+
+from tvm.s_tir import meta_schedule as ms
+
+from bcd_core.target import host_core_count
+from bcd_core.tuning.measure import make_builder, make_runner
+from bcd_core.tuning.session import RecordTrials, TuningRun, standard_callbacks
+
+
+def evolutionary_search(run: TuningRun, genetic_num_iters: int = 4) -> ms.search_strategy.EvolutionarySearch:
+    return ms.search_strategy.EvolutionarySearch(
+        population_size=run.settings.population_size,
+        init_min_unmeasured=run.settings.init_min_unmeasured,
+        genetic_num_iters=genetic_num_iters,
+    )
+
+
+def tune_stock(run: TuningRun) -> None:
+    pending = [task for task in run.tasks if run.remaining(task.index) > 0]
+    if not pending:
+        return
+    contexts = [run.make_context(task, evolutionary_search(run)) for task in pending]
+    run.cost_model = ms.cost_model.CostModel.create("xgb", num_tuning_cores=host_core_count(), tree_method="auto")
+    recorder = RecordTrials(run, [task.index for task in pending])
+    remaining = [run.remaining(task.index) for task in pending]
+    with tempfile.TemporaryDirectory(prefix="bcd-ms-") as work_dir:
+        ms.tune_tasks(
+            tasks=contexts,
+            task_weights=[float(task.weight) for task in pending],
+            work_dir=work_dir,
+            max_trials_global=sum(remaining),
+            max_trials_per_task=max(remaining),
+            num_trials_per_iter=run.settings.batch_size,
+            builder=make_builder(run.settings),
+            runner=make_runner(run.settings),
+            database=run.database,
+            cost_model=run.cost_model,
+            measure_callbacks=standard_callbacks(recorder),
+            task_scheduler=ms.task_scheduler.GradientBased(seed=run.settings.seed),
+        )

@@ -1,0 +1,393 @@
+"""A tuning session: model -> tasks -> store session -> strategy -> records, with resume.
+
+The store is the source of truth. A session is identified by model hash, target, strategy
+and settings; running the same command against the same store continues the newest such
+session from what it committed, so killing a tune loses at most the batch in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tvm
+from tvm.ir.utils import derived_object
+from tvm.s_tir import meta_schedule as ms
+from tvm.target import Target
+
+from bcd_core.clustering import Cluster, cluster_of, cluster_tasks
+from bcd_core.cost_model.metrics import batch_metrics
+from bcd_core.errors import BcdError, StoreError
+from bcd_core.model_import import ImportedModel, import_model
+from bcd_core.records.database import SqliteDatabase
+from bcd_core.records.store import (
+    FAILED_RUN_SECS,
+    SESSION_COMPLETED,
+    SESSION_FAILED,
+    SESSION_INTERRUPTED,
+    RecordStore,
+    TrialRow,
+)
+from bcd_core.target import describe_target, target_key
+from bcd_core.tasks import Task, extract_tasks
+from bcd_core.tuning.events import Listener, RoundFinished, SessionFinished, SessionMessage, SessionStarted, TuneEvent
+from bcd_core.tuning.settings import TuneSettings
+
+log = logging.getLogger("bcd.tuning")
+MAX_ERROR_CHARS = 4000
+
+
+@dataclass
+class PreparedModel:
+    """A model ready to tune: imported, split into tasks and clustered."""
+
+    imported: ImportedModel
+    target: Target
+    tasks: list[Task]
+    clusters: list[Cluster]
+    prepare_s: float
+
+
+def prepare_model(
+    model_path: str | Path,
+    target: Target,
+    input_shapes: dict[str, tuple[int, ...]] | None = None,
+    cluster_mode: str = "operator",
+) -> PreparedModel:
+    start = time.perf_counter()
+    imported = import_model(model_path, input_shapes)
+    tasks = extract_tasks(imported.relax_mod, target)
+    if not tasks:
+        raise BcdError(f"{Path(model_path).name} has no tunable operators")
+    clusters = cluster_tasks(tasks, cluster_mode)
+    return PreparedModel(imported, target, tasks, clusters, time.perf_counter() - start)
+
+
+def estimated_latency(tasks: Sequence[Task], best: dict[int, float]) -> float | None:
+    """Sum of weight x best latency; defined once every task has a valid measurement."""
+    if any(task.index not in best for task in tasks):
+        return None
+    return sum(task.weight * best[task.index] for task in tasks)
+
+
+def _seconds(values: Any) -> list[float]:
+    return [float(getattr(v, "value", v)) for v in values]
+
+
+class TuningRun:
+    """One run of a session in this process: owns the clock, budgets, records and events."""
+
+    def __init__(
+        self,
+        store: RecordStore,
+        prepared: PreparedModel,
+        settings: TuneSettings,
+        listeners: Sequence[Listener] = (),
+        new_session: bool = False,
+        started_at: float | None = None,
+    ) -> None:
+        self.store = store
+        self.prepared = prepared
+        self.tasks = prepared.tasks
+        self.target = prepared.target
+        self.settings = settings
+        self.listeners = list(listeners)
+        self.target_key = target_key(self.target)
+        self.database = SqliteDatabase(store, self.target_key)
+        self._process_start = started_at if started_at is not None else time.perf_counter()
+        self.session_id, self.resumed = self._open_session(new_session)
+        self.session = store.session(self.session_id)
+        self._elapsed_offset = float(self.session["elapsed_s"] or 0.0)
+        rows = store.tasks(self.session_id)
+        self.task_row_ids = {row["idx"]: row["id"] for row in rows}
+        self.workload_ids = {row["idx"]: row["workload_id"] for row in rows}
+        self.round = store.last_round(self.session_id)
+        counts = store.trial_counts(self.session_id)
+        best = store.best_latencies(self.session_id)
+        row_to_index = {row_id: index for index, row_id in self.task_row_ids.items()}
+        self.trial_counts = {row_to_index[k]: v for k, v in counts.items() if k in row_to_index}
+        self.best = {row_to_index[k]: v for k, v in best.items() if k in row_to_index}
+        self.trials_total = settings.trials_per_task * len(self.tasks)
+        self.cost_model: ms.cost_model.CostModel | None = None
+        self.contexts: dict[int, ms.TuneContext] = {}  # task index -> context
+
+    # -- session identity -----------------------------------------------------------------
+    def _open_session(self, new_session: bool) -> tuple[int, bool]:
+        imported = self.prepared.imported
+        identity = self.settings.identity()
+        existing = (
+            None
+            if new_session
+            else self.store.find_session(imported.sha256, self.target_key, self.settings.strategy, identity)
+        )
+        if existing is not None:
+            self._check_same_tasks(existing["id"])
+            if existing["status"] != SESSION_COMPLETED:
+                self.store.claim_session(existing["id"])
+            return existing["id"], True
+        session_id = self.store.create_session(
+            model_path=str(imported.path.resolve()),
+            model_hash=imported.sha256,
+            target=str(self.target),
+            target_key=self.target_key,
+            strategy=self.settings.strategy,
+            settings=identity,
+        )
+        self.store.add_tasks(session_id, self._task_rows())
+        return session_id, False
+
+    def _task_rows(self) -> list[dict[str, Any]]:
+        rows = []
+        for task in self.tasks:
+            cluster = cluster_of(self.prepared.clusters, task.index)
+            rows.append(
+                {
+                    "idx": task.index,
+                    "name": task.name,
+                    "weight": task.weight,
+                    "flops": task.flops,
+                    "shapes": task.shapes,
+                    "dtypes": task.dtypes,
+                    "operator_key": task.operator_key,
+                    "sketch_key": task.sketch_key,
+                    "num_sketches": task.num_sketches,
+                    "cluster_id": cluster.id,
+                    "cluster_key": cluster.key,
+                    "is_representative": int(cluster.representative == task.index),
+                    "workload_id": self.database.commit_workload_id(task.mod),
+                    "budget": self.settings.trials_per_task,
+                    "status": "queued",
+                }
+            )
+        return rows
+
+    def _check_same_tasks(self, session_id: int) -> None:
+        stored = [row["name"] for row in self.store.tasks(session_id)]
+        current = [task.name for task in self.tasks]
+        if stored != current:
+            raise StoreError(
+                f"session {session_id} in {self.store.path} was tuned with different tasks "
+                f"({len(stored)} stored vs {len(current)} now; was TVM upgraded?). Use --new-session"
+            )
+
+    # -- clock, budgets, events -----------------------------------------------------------
+    def elapsed(self) -> float:
+        """Session time: earlier runs plus this one, including import and extraction."""
+        return self._elapsed_offset + (time.perf_counter() - self._process_start)
+
+    def remaining(self, task_index: int) -> int:
+        return max(0, self.settings.trials_per_task - self.trial_counts.get(task_index, 0))
+
+    @property
+    def trials_done(self) -> int:
+        return sum(self.trial_counts.values())
+
+    def emit(self, event: TuneEvent) -> None:
+        for listener in self.listeners:
+            try:
+                listener(event)
+            except Exception:  # an observer must never stop the tuner
+                log.exception("event listener failed")
+
+    def message(self, kind: str, text: str, task_index: int | None = None) -> None:
+        row_id = self.task_row_ids.get(task_index) if task_index is not None else None
+        self.store.add_event(self.session_id, self.elapsed(), kind, text, row_id)
+        getattr(log, "warning" if kind in ("warning", "fallback") else "info")(text)
+        self.emit(SessionMessage(self.session_id, kind, text, task_index))
+
+    def start(self) -> None:
+        self.emit(
+            SessionStarted(
+                self.session_id, self.resumed, len(self.tasks), self.trials_total, self.trials_done, self.elapsed()
+            )
+        )
+        verb = "resumed" if self.resumed else "started"
+        self.message(
+            "info",
+            f"session {self.session_id} {verb}: {len(self.tasks)} tasks, {self.settings.strategy}, "
+            f"{describe_target(self.target)}, {self.trials_done}/{self.trials_total} trials done",
+        )
+
+    def finish(self, status: str) -> None:
+        self.store.finish_session(self.session_id, status, self.elapsed())
+        self.emit(
+            SessionFinished(
+                self.session_id, status, self.trials_done, estimated_latency(self.tasks, self.best), self.elapsed()
+            )
+        )
+
+    # -- contexts -------------------------------------------------------------------------
+    def make_context(self, task: Task, search_strategy: Any) -> ms.TuneContext:
+        context = ms.TuneContext(
+            mod=task.mod,
+            target=self.target,
+            space_generator="post-order-apply",
+            search_strategy=search_strategy,
+            task_name=task.name,
+            rand_state=self.settings.seed * 1000 + task.index + self.round,
+            num_threads=int(self.target.attrs.get("num-cores", 0)) or "physical",
+            logger=logging.getLogger(f"bcd.ms.{task.name}"),
+        )
+        self.contexts[task.index] = context
+        return context
+
+    # -- recording ------------------------------------------------------------------------
+    def origin_of(self, task_index: int, candidate: Any) -> tuple[str, int | None, str | None]:
+        """(origin, source trial id, adaptation) of a candidate; strategies may refine it."""
+        return "evolved", None, None
+
+    def predict(self, task_index: int, candidates: list[Any]) -> list[float] | None:
+        if self.cost_model is None or task_index not in self.contexts:
+            return None
+        # Call the Python model directly: through the FFI wrapper the result buffer is NULL.
+        model = getattr(self.cost_model, "_inst", self.cost_model)
+        scores = model.predict(self.contexts[task_index], candidates)
+        return [float(s) for s in scores]
+
+    def record_batch(self, task_index: int, candidates: list, builder_results: list, runner_results: list) -> None:
+        if not candidates:  # the search ran dry (tiny design space): nothing was measured
+            return
+        task = self.tasks[task_index]
+        workload = self.database.commit_workload(task.mod)
+        predicted = self.predict(task_index, candidates)
+        self.round += 1
+        elapsed = self.elapsed()
+        trials, failed = [], 0
+        for position, (candidate, built, ran) in enumerate(zip(candidates, builder_results, runner_results)):
+            error = None
+            if built.error_msg:
+                error = "build: " + str(built.error_msg)
+            elif ran.error_msg:
+                error = "run: " + str(ran.error_msg)
+            run_secs = _seconds(ran.run_secs) if error is None and ran.run_secs is not None else None
+            if run_secs is not None and any(s >= FAILED_RUN_SECS for s in run_secs):
+                run_secs, error = None, "run: no valid run time"
+            failed += error is not None
+            record = ms.database.TuningRecord(
+                candidate.sch.trace, workload, run_secs or [FAILED_RUN_SECS], self.target, candidate.args_info
+            )
+            trace_json, _, _, args_json = record.as_json()
+            origin, source, adaptation = self.origin_of(task_index, candidate)
+            trials.append(
+                TrialRow(
+                    task_id=self.task_row_ids[task_index],
+                    workload_id=self.workload_ids[task_index],
+                    round=self.round,
+                    elapsed_s=elapsed,
+                    run_secs=run_secs,
+                    error=error[:MAX_ERROR_CHARS] if error else None,
+                    trace=trace_json,
+                    args_info=args_json,
+                    target_key=self.target_key,
+                    origin=origin,
+                    source_trial_id=source,
+                    adaptation=adaptation,
+                    predicted_score=predicted[position] if predicted else None,
+                )
+            )
+        latencies = [t.latency_s for t in trials if t.latency_s is not None]
+        if latencies:
+            self.best[task_index] = min([*latencies, self.best.get(task_index, float("inf"))])
+        self.trial_counts[task_index] = self.trial_counts.get(task_index, 0) + len(trials)
+        estimate = estimated_latency(self.tasks, self.best)
+        timeline = {
+            "round": self.round,
+            "elapsed_s": elapsed,
+            "task_id": self.task_row_ids[task_index],
+            "trials_done": self.trials_done,
+            "batch_size": len(trials),
+            "batch_failed": failed,
+            "best_task_latency_s": self.best.get(task_index),
+            "estimated_latency_s": estimate,
+        }
+        metrics = None
+        if predicted:
+            throughput = [(1.0 / t.latency_s) if t.latency_s else 0.0 for t in trials]
+            metrics = {
+                "round": self.round,
+                "task_id": self.task_row_ids[task_index],
+                **batch_metrics(predicted, throughput),
+            }
+        self.store.record_round(self.session_id, trials, timeline, metrics)
+        self.emit(
+            RoundFinished(
+                session_id=self.session_id,
+                round=self.round,
+                task_index=task_index,
+                task_name=task.name,
+                batch_size=len(trials),
+                batch_failed=failed,
+                best_task_latency_s=self.best.get(task_index),
+                estimated_latency_s=estimate,
+                trials_done=self.trials_done,
+                trials_total=self.trials_total,
+                elapsed_s=elapsed,
+            )
+        )
+
+
+@derived_object
+class RecordTrials(ms.measure_callback.PyMeasureCallback):
+    """Writes each measured batch to the store (replaces MetaSchedule's AddToDatabase)."""
+
+    def __init__(self, run: TuningRun, context_tasks: list[int]) -> None:
+        super().__init__()
+        self.run = run
+        self.context_tasks = context_tasks  # scheduler's task id -> our task index
+
+    def apply(self, task_scheduler, task_id, measure_candidates, builder_results, runner_results) -> None:
+        self.run.record_batch(self.context_tasks[task_id], measure_candidates, builder_results, runner_results)
+
+
+def standard_callbacks(recorder: RecordTrials) -> list[ms.MeasureCallback]:
+    """Ours first (it reads cost-model predictions before the model trains on the batch)."""
+    return [recorder, ms.measure_callback.RemoveBuildArtifact(), ms.measure_callback.UpdateCostModel()]
+
+
+def run_session(
+    model_path: str | Path,
+    db_path: str | Path,
+    target: Target,
+    settings: TuneSettings,
+    listeners: Sequence[Listener] = (),
+    new_session: bool = False,
+) -> TuningRun:
+    """Import, extract, open (or resume) the session and run the chosen strategy to the end."""
+    started = time.perf_counter()
+    prepared = prepare_model(
+        model_path, target, {k: tuple(v) for k, v in settings.input_shapes.items()}, settings.cluster_mode
+    )
+    store = RecordStore(db_path)
+    run = TuningRun(store, prepared, settings, listeners, new_session=new_session, started_at=started)
+    if run.resumed and run.session["status"] == SESSION_COMPLETED:
+        run.message("info", f"session {run.session_id} is already complete; nothing to tune (use --new-session)")
+        run.emit(
+            SessionFinished(
+                run.session_id,
+                SESSION_COMPLETED,
+                run.trials_done,
+                estimated_latency(run.tasks, run.best),
+                float(run.session["elapsed_s"] or 0),
+            )
+        )
+        return run
+    run.start()
+    from bcd_core.tuning.strategies import run_strategy
+
+    status = SESSION_FAILED
+    try:
+        run_strategy(run)
+        status = SESSION_COMPLETED
+    except KeyboardInterrupt:
+        status = SESSION_INTERRUPTED
+        raise
+    finally:
+        run.finish(status)
+    return run
+
+
+__all__ = ["PreparedModel", "TuningRun", "prepare_model", "run_session", "estimated_latency", "tvm"]

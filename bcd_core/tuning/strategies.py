@@ -1,0 +1,15 @@
+"""Strategy dispatch: each strategy drives MetaSchedule over a TuningRun."""
+
+from __future__ import annotations
+
+from bcd_core.tuning.session import TuningRun
+
+
+def run_strategy(run: TuningRun) -> None:
+    strategy = run.settings.strategy
+    if strategy == "metaschedule":
+        from bcd_core.tuning.metaschedule import tune_stock
+
+        tune_stock(run)
+        return
+    raise ValueError(f"unknown strategy {strategy!r}")

@@ -1,0 +1,69 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLE_MODEL, shared_model
+
+
+def bcd(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bcd_core", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_inspect_table_lists_tasks_and_both_cluster_modes() -> None:
+    result = bcd("inspect", str(SAMPLE_MODEL))
+    assert result.returncode == 0, result.stderr
+    assert "tasks   4" in result.stdout
+    assert "operator clustering" in result.stdout and "sketch clustering" in result.stdout
+    assert "fused_matmul" in result.stdout
+
+
+def test_inspect_squeezenet_json_has_27_tasks_in_both_modes() -> None:
+    result = bcd("inspect", str(shared_model("squeezenet1_1.onnx")), "--json")
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert len(payload["tasks"]) == 27
+    assert sum(t["weight"] for t in payload["tasks"]) == 39
+    for mode in ("operator", "sketch"):
+        clusters = payload["clusters"][mode]
+        assert sorted(m for c in clusters for m in c["members"]) == list(range(27))
+    assert all(t["flops"] >= 0 for t in payload["tasks"])
+
+
+@pytest.mark.parametrize(
+    "make,expected",
+    [
+        (lambda p: p.write_text("hello"), "not"),
+        (lambda p: p.write_bytes(b""), "empty"),
+    ],
+)
+def test_inspect_bad_files(tmp_path: Path, make, expected: str) -> None:
+    path = tmp_path / "bad.onnx"
+    make(path)
+    result = bcd("inspect", str(path))
+    assert result.returncode == 2
+    assert result.stderr.startswith("bcd: error:") and expected in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_truncated_model_cli(tmp_path: Path) -> None:
+    path = tmp_path / "truncated.onnx"
+    path.write_bytes(SAMPLE_MODEL.read_bytes()[:5000])
+    result = bcd("inspect", str(path))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def test_unsupported_dynamic_and_target_errors(unsupported_model: Path, dynamic_mlp: Path) -> None:
+    result = bcd("inspect", str(unsupported_model))
+    assert result.returncode == 2 and "FrobnicateTensor" in result.stderr
+    result = bcd("tune", str(dynamic_mlp), "--trials-per-task", "1", "--db", str(dynamic_mlp) + ".db")
+    assert result.returncode == 2 and "--input-shape x=1,16" in result.stderr
+    assert not Path(str(dynamic_mlp) + ".db").exists(), "a failed import must not create a store"
+    result = bcd("inspect", str(SAMPLE_MODEL), "--target", "quantum")
+    assert result.returncode == 2 and "unknown or malformed target" in result.stderr
+
+
+def test_export_from_empty_or_missing_store(tmp_path: Path) -> None:
+    result = bcd("export", "--db", str(tmp_path / "none.db"), "--out", str(tmp_path / "x.so"))
+    assert result.returncode == 2 and "not found" in result.stderr

@@ -1,0 +1,84 @@
+from pathlib import Path
+
+import pytest
+
+from bcd_core.errors import DynamicShapeError, ModelLoadError, UnsupportedOperatorError
+from bcd_core.model_import import graph_inputs, import_model, load_onnx, parse_input_shapes, random_inputs
+
+
+def test_imports_a_static_model(tiny_mlp: Path) -> None:
+    model = import_model(tiny_mlp)
+    assert [(s.name, s.shape, s.dtype) for s in model.inputs] == [("x", (1, 16), "float32")]
+    assert "main" in [gv.name_hint for gv in model.relax_mod.get_global_vars()]
+    assert len(model.sha256) == 64
+
+
+def test_missing_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ModelLoadError, match="not found"):
+        import_model(tmp_path / "nope.onnx")
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    path = tmp_path / "empty.onnx"
+    path.write_bytes(b"")
+    with pytest.raises(ModelLoadError, match="empty"):
+        load_onnx(path)
+
+
+def test_random_bytes_are_not_onnx(tmp_path: Path) -> None:
+    path = tmp_path / "noise.onnx"
+    path.write_bytes(bytes(range(256)) * 7)
+    with pytest.raises(ModelLoadError, match="not"):
+        load_onnx(path)
+
+
+def test_text_file_is_not_onnx(tmp_path: Path) -> None:
+    path = tmp_path / "notes.onnx"
+    path.write_text("this is a text file, not a model\n")
+    with pytest.raises(ModelLoadError):
+        load_onnx(path)
+
+
+def test_truncated_model(tiny_convnet: Path, tmp_path: Path) -> None:
+    data = tiny_convnet.read_bytes()
+    path = tmp_path / "truncated.onnx"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ModelLoadError, match="truncated|not"):
+        load_onnx(path)
+
+
+def test_unsupported_operator_is_named(unsupported_model: Path) -> None:
+    with pytest.raises(UnsupportedOperatorError) as info:
+        import_model(unsupported_model)
+    assert info.value.operators == ["FrobnicateTensor"]
+    assert "FrobnicateTensor" in str(info.value)
+
+
+def test_dynamic_shape_names_the_input_and_the_fix(dynamic_mlp: Path) -> None:
+    with pytest.raises(DynamicShapeError) as info:
+        import_model(dynamic_mlp)
+    assert info.value.input_name == "x"
+    assert "--input-shape x=1,16" in str(info.value)
+
+
+def test_input_shape_option_fixes_dynamic_dims(dynamic_mlp: Path) -> None:
+    model = import_model(dynamic_mlp, parse_input_shapes(["x=4,16"]))
+    assert model.inputs[0].shape == (4, 16)
+
+
+@pytest.mark.parametrize("bad", ["x", "x=", "=1,2", "x=1,a", "x=0,3"])
+def test_bad_input_shape_syntax(bad: str) -> None:
+    with pytest.raises(ModelLoadError, match="--input-shape"):
+        parse_input_shapes([bad])
+
+
+def test_input_shape_for_unknown_input(dynamic_mlp: Path) -> None:
+    with pytest.raises(ModelLoadError, match="unknown input"):
+        import_model(dynamic_mlp, {"nope": (1, 16)})
+
+
+def test_random_inputs_follow_specs(tiny_mlp: Path) -> None:
+    specs = graph_inputs(load_onnx(tiny_mlp))
+    arrays = random_inputs(specs, seed=3)
+    assert arrays["x"].shape == (1, 16) and arrays["x"].dtype.name == "float32"
+    assert (random_inputs(specs, seed=3)["x"] == arrays["x"]).all()

@@ -1,0 +1,149 @@
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from tvm.s_tir import meta_schedule as ms
+
+from bcd_core.errors import StoreError
+from bcd_core.model_import import import_model
+from bcd_core.records.database import SqliteDatabase
+from bcd_core.records.json_io import export_json, import_json
+from bcd_core.records.store import SCHEMA_VERSION, RecordStore, TrialRow
+from bcd_core.target import target_key
+from bcd_core.tasks import design_space, extract_tasks
+
+
+@pytest.fixture(scope="module")
+def dense_task(tiny_mlp: Path, host):
+    return next(t for t in extract_tasks(import_model(tiny_mlp).relax_mod, host) if "matmul" in t.name)
+
+
+def make_record(task, host, workload, seconds: float | None, sketch: int = 0) -> ms.database.TuningRecord:
+    sch = design_space(task.mod, host)[sketch]
+    args = ms.arg_info.ArgInfo.from_entry_func(sch.mod, remove_preproc=True)
+    return ms.database.TuningRecord(sch.trace, workload, [seconds if seconds else 1e10], host, args)
+
+
+def test_new_store_is_wal_and_versioned(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path / "r.db")
+    assert store.db.journal_mode == "wal"
+    assert store.meta()["schema_version"] == str(SCHEMA_VERSION)
+    assert {"sessions", "tasks", "trials", "timeline", "cost_model_metrics", "workloads"} <= set(store.db.table_names())
+    store.close()
+    RecordStore(tmp_path / "r.db").close()  # reopens
+
+
+def test_refuses_foreign_sqlite_file(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("create table notes (text)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match="another program"):
+        RecordStore(path)
+    assert sqlite3.connect(path).execute("select name from sqlite_master").fetchall() == [("notes",)]
+
+
+def test_refuses_non_sqlite_file(tmp_path: Path) -> None:
+    path = tmp_path / "junk.db"
+    path.write_bytes(b"definitely not sqlite" * 100)
+    with pytest.raises(StoreError, match="not a bcd records database"):
+        RecordStore(path)
+
+
+def test_refuses_other_schema_version(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    store = RecordStore(path)
+    store.db["meta"].update("schema_version", {"value": "99"})
+    store.close()
+    with pytest.raises(StoreError, match="schema v99"):
+        RecordStore(path)
+
+
+def test_sessions_are_found_by_identity(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path / "r.db")
+    settings = {"trials_per_task": 4}
+    sid = store.create_session(
+        model_path="m.onnx", model_hash="h", target="{}", target_key="t", strategy="metaschedule", settings=settings
+    )
+    assert store.find_session("h", "t", "metaschedule", settings)["id"] == sid
+    assert store.find_session("h", "t", "metaschedule", {"trials_per_task": 5}) is None
+    assert store.find_session("other", "t", "metaschedule", settings) is None
+
+
+def test_database_round_trip_and_top_k(tmp_path: Path, dense_task, host) -> None:
+    store = RecordStore(tmp_path / "r.db")
+    database = SqliteDatabase(store, target_key(host))
+    assert not database.has_workload(dense_task.mod)
+    workload = database.commit_workload(dense_task.mod)
+    assert database.has_workload(dense_task.mod)
+    assert database.commit_workload(dense_task.mod).same_as(workload)  # same object for equal modules
+    for seconds in (3e-5, 1e-5, None, 2e-5):
+        database.commit_tuning_record(make_record(dense_task, host, workload, seconds))
+    assert len(database) == 4
+    top = database.get_top_k(workload, 2)
+    assert [float(r.run_secs[0]) for r in top] == pytest.approx([1e-5, 2e-5])
+    assert len(database.get_all_tuning_records()) == 4
+    # A fresh database object over the reopened file sees the same records.
+    store.close()
+    reopened = SqliteDatabase(RecordStore(tmp_path / "r.db"), target_key(host))
+    assert reopened.has_workload(dense_task.mod)
+    found = reopened.query_tuning_record(dense_task.mod, host, "main")
+    assert found is not None and float(found.run_secs[0]) == pytest.approx(1e-5)
+
+
+def test_records_of_other_targets_are_not_used(tmp_path: Path, dense_task, host) -> None:
+    store = RecordStore(tmp_path / "r.db")
+    mine = SqliteDatabase(store, target_key(host))
+    mine.commit_tuning_record(make_record(dense_task, host, mine.commit_workload(dense_task.mod), 1e-5))
+    other = SqliteDatabase(store, '{"kind": "llvm", "mcpu": "other"}')
+    assert other.get_top_k(other.commit_workload(dense_task.mod), 5) == []
+    assert len(SqliteDatabase(store)) == 1
+
+
+def test_round_is_atomic(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path / "r.db")
+    sid = store.create_session(
+        model_path="m", model_hash="h", target="{}", target_key="t", strategy="metaschedule", settings={}
+    )
+    workload_id = store.add_workload("1", ["1", "x"])
+    good = TrialRow(1, workload_id, 1, 0.5, [1e-3], None, [], [], "t")
+    with pytest.raises(StoreError):
+        # A failing statement after a trial insert: the whole round must roll back.
+        with store.transaction() as db:
+            db["trials"].insert({"session_id": sid, "workload_id": workload_id, "latency_s": 1.0})
+            db.execute("insert into no_such_table values (1)")
+    assert store.trials(sid) == []
+    store.record_round(sid, [good, good], {"round": 1, "elapsed_s": 0.5, "trials_done": 2})
+    assert len(store.trials(sid)) == 2
+    assert store.session(sid)["trials_done"] == 2
+
+
+def test_json_database_export_and_import(tmp_path: Path, dense_task, host) -> None:
+    source = RecordStore(tmp_path / "a.db")
+    database = SqliteDatabase(source, target_key(host))
+    workload = database.commit_workload(dense_task.mod)
+    for seconds in (4e-5, 2e-5):
+        database.commit_tuning_record(make_record(dense_task, host, workload, seconds))
+    assert export_json(source, tmp_path / "json") == 2
+    lines = (tmp_path / "json" / "database_tuning_record.json").read_text().splitlines()
+    assert len(lines) == 2
+    # Stock TVM reads what we wrote.
+    stock = ms.database.JSONDatabase(
+        path_workload=str(tmp_path / "json" / "database_workload.json"),
+        path_tuning_record=str(tmp_path / "json" / "database_tuning_record.json"),
+    )
+    best = stock.query_tuning_record(dense_task.mod, host, "main")
+    assert float(best.run_secs[0]) == pytest.approx(2e-5)
+    # And we read it back into another store.
+    target_store = RecordStore(tmp_path / "b.db")
+    assert import_json(target_store, tmp_path / "json") == 2
+    imported = SqliteDatabase(target_store, target_key(host))
+    assert float(imported.query_tuning_record(dense_task.mod, host, "main").run_secs[0]) == pytest.approx(2e-5)
+    assert {row["origin"] for row in target_store.all_records()} == {"imported"}
+    with pytest.raises(StoreError, match="exists"):
+        export_json(source, tmp_path / "json")
+    with pytest.raises(StoreError, match="not found"):
+        import_json(target_store, tmp_path / "nowhere")
+    assert json.loads(lines[0])[0] == 0  # workload index, as stock TVM writes it

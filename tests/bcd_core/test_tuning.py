@@ -1,0 +1,134 @@
+"""Real MetaSchedule tuning on tiny models, through the SQLite store, then export."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import SAMPLE_MODEL
+
+from bcd_core.errors import MissingRecordError
+from bcd_core.export import check_library, compile_tuned, export_library, run_onnxruntime
+from bcd_core.model_import import import_model, random_inputs
+from bcd_core.records.database import SqliteDatabase
+from bcd_core.records.store import RecordStore
+from bcd_core.target import target_key
+from bcd_core.tuning.events import RoundFinished, SessionFinished, SessionStarted
+from bcd_core.tuning.session import run_session
+from bcd_core.tuning.settings import TuneSettings
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory, tiny_mlp: Path, host):
+    db = tmp_path_factory.mktemp("tune") / "records.db"
+    events = []
+    settings = TuneSettings(trials_per_task=3, trials_per_round=3)
+    run = run_session(tiny_mlp, db, host, settings, [events.append])
+    return run, db, events
+
+
+def test_every_measured_candidate_is_recorded(tuned) -> None:
+    run, db, events = tuned
+    rounds = [e for e in events if isinstance(e, RoundFinished)]
+    assert isinstance(events[0], SessionStarted) and isinstance(events[-1], SessionFinished)
+    assert events[-1].status == "completed"
+    store = RecordStore(db)
+    trials = store.trials(run.session_id)
+    assert len(trials) == sum(e.batch_size for e in rounds) > 0
+    assert {t["round"] for t in trials} == {e.round for e in rounds}
+    tasks = store.tasks(run.session_id)
+    assert {t["task_id"] for t in trials} <= {t["id"] for t in tasks}
+    for trial in trials:
+        assert trial["trace"] and trial["origin"] == "evolved"
+        assert (trial["latency_s"] is None) == (trial["error"] is not None)
+    # Budget respected per task.
+    assert max(store.trial_counts(run.session_id).values()) <= 3
+
+
+def test_timeline_and_estimate(tuned) -> None:
+    run, db, events = tuned
+    store = RecordStore(db)
+    timeline = store.timeline(run.session_id)
+    assert len(timeline) == len([e for e in events if isinstance(e, RoundFinished)])
+    elapsed = [p["elapsed_s"] for p in timeline]
+    assert elapsed == sorted(elapsed) and elapsed[0] > 0
+    final = timeline[-1]["estimated_latency_s"]
+    best = store.best_latencies(run.session_id)
+    weights = {t["id"]: t["weight"] for t in store.tasks(run.session_id)}
+    assert final == pytest.approx(sum(weights[k] * v for k, v in best.items()))
+    assert store.session(run.session_id)["status"] == "completed"
+    assert store.cost_model_metrics(run.session_id), "cost-model accuracy is recorded per round"
+
+
+def test_export_matches_onnxruntime(tuned, tiny_mlp: Path, tmp_path: Path, host) -> None:
+    _, db, _ = tuned
+    imported = import_model(tiny_mlp)
+    database = SqliteDatabase(RecordStore(db), target_key(host))
+    library = export_library(compile_tuned(database, imported.relax_mod, host), tmp_path / "tiny.so")
+    report = check_library(library, imported.inputs, imported.onnx_model, runs=3)
+    assert report.matches, report.max_abs_error
+    # The check really compares: a different input gives different outputs.
+    other = random_inputs(imported.inputs, seed=1)
+    assert not np.allclose(run_onnxruntime(imported.onnx_model, other, runs=1).outputs[0], report.tvm.outputs[0])
+
+
+def test_export_fails_loudly_when_a_task_was_never_tuned(tuned, tiny_convnet: Path, host) -> None:
+    _, db, _ = tuned
+    database = SqliteDatabase(RecordStore(db), target_key(host))
+    with pytest.raises(MissingRecordError) as info:
+        compile_tuned(database, import_model(tiny_convnet).relax_mod, host)
+    assert any("conv2d" in name for name in info.value.task_names)
+
+
+def test_rerun_of_a_completed_session_adds_nothing(tuned, tiny_mlp: Path, host) -> None:
+    run, db, _ = tuned
+    before = len(RecordStore(db).trials(run.session_id))
+    again = run_session(tiny_mlp, db, host, TuneSettings(trials_per_task=3, trials_per_round=3))
+    assert again.session_id == run.session_id and again.resumed
+    assert len(RecordStore(db).trials(run.session_id)) == before
+    assert len(RecordStore(db).sessions()) == 1
+
+
+def test_cli_tune_then_export_sample_model(tmp_path: Path) -> None:
+    """The acceptance path: bcd tune (metaschedule, 4 trials per task) then bcd export + check."""
+    db, out = tmp_path / "mlp.db", tmp_path / "mlp.so"
+    tune = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bcd_core",
+            "tune",
+            str(SAMPLE_MODEL),
+            "--strategy",
+            "metaschedule",
+            "--trials-per-task",
+            "4",
+            "--db",
+            str(db),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert tune.returncode == 0, tune.stderr
+    assert "completed" in tune.stderr
+    store = RecordStore(db)
+    session = store.sessions()[-1]
+    rounds = store.timeline(session["id"])
+    assert len(store.trials(session["id"])) == sum(r["batch_size"] for r in rounds) == session["trials_done"]
+    export = subprocess.run(
+        [sys.executable, "-m", "bcd_core", "export", "--db", str(db), "--out", str(out), "--runs", "3"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert export.returncode == 0, export.stderr + export.stdout
+    assert "outputs match" in export.stdout
+    check = subprocess.run(
+        [sys.executable, "-m", "bcd_core", "check", str(out), "--onnx", str(SAMPLE_MODEL), "--runs", "3"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert check.returncode == 0 and "outputs match" in check.stdout

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).parent))
+
+import models  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_MODELS = REPO.parent / "shared" / "models"
+SAMPLE_MODEL = REPO / "resources" / "models" / "mlp_mnist.onnx"
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="session")
+def tiny_mlp(model_dir: Path) -> Path:
+    return models.mlp(model_dir / "tiny_mlp.onnx")
+
+
+@pytest.fixture(scope="session")
+def tiny_convnet(model_dir: Path) -> Path:
+    return models.convnet(model_dir / "tiny_convnet.onnx")
+
+
+@pytest.fixture(scope="session")
+def dynamic_mlp(model_dir: Path) -> Path:
+    return models.mlp(model_dir / "dynamic_mlp.onnx", dynamic=True)
+
+
+@pytest.fixture(scope="session")
+def unsupported_model(model_dir: Path) -> Path:
+    return models.unsupported_op(model_dir / "unsupported.onnx")
+
+
+@pytest.fixture(scope="session")
+def host():
+    from bcd_core.target import host_target
+
+    return host_target()
+
+
+def shared_model(name: str) -> Path:
+    path = SHARED_MODELS / name
+    if not path.is_file():
+        pytest.skip(f"{path} not available")
+    return path

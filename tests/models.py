@@ -1,0 +1,83 @@
+"""Tiny ONNX models generated on the fly (seeded), so tests need no downloads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+
+
+def _save(graph: onnx.GraphProto, path: Path) -> Path:
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def _weight(rng: np.random.Generator, name: str, shape: tuple[int, ...]) -> onnx.TensorProto:
+    return numpy_helper.from_array((rng.standard_normal(shape) * 0.2).astype(np.float32), name)
+
+
+def mlp(path: Path, sizes: tuple[int, ...] = (16, 32, 24, 8), batch: int = 1, dynamic: bool = False) -> Path:
+    """Dense layers: MatMul + Add (+ Relu between layers)."""
+    rng = np.random.default_rng(0)
+    nodes, inits = [], []
+    current = "x"
+    for i, (n_in, n_out) in enumerate(zip(sizes, sizes[1:])):
+        inits += [_weight(rng, f"w{i}", (n_in, n_out)), _weight(rng, f"b{i}", (n_out,))]
+        nodes += [
+            helper.make_node("MatMul", [current, f"w{i}"], [f"mm{i}"]),
+            helper.make_node("Add", [f"mm{i}", f"b{i}"], [f"h{i}"]),
+        ]
+        current = f"h{i}"
+        if i < len(sizes) - 2:
+            nodes.append(helper.make_node("Relu", [current], [f"r{i}"]))
+            current = f"r{i}"
+    nodes.append(helper.make_node("Identity", [current], ["y"]))
+    first = "N" if dynamic else batch
+    graph = helper.make_graph(
+        nodes,
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [first, sizes[0]])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [first, sizes[-1]])],
+        inits,
+    )
+    return _save(graph, path)
+
+
+def convnet(path: Path, channels: tuple[int, ...] = (3, 8, 16), size: int = 12) -> Path:
+    """Conv + Relu layers with different channel counts (one operator cluster)."""
+    rng = np.random.default_rng(1)
+    nodes, inits = [], []
+    current = "x"
+    for i, (c_in, c_out) in enumerate(zip(channels, channels[1:])):
+        inits += [_weight(rng, f"w{i}", (c_out, c_in, 3, 3)), _weight(rng, f"b{i}", (c_out,))]
+        nodes += [
+            helper.make_node("Conv", [current, f"w{i}", f"b{i}"], [f"c{i}"], pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", [f"c{i}"], [f"r{i}"]),
+        ]
+        current = f"r{i}"
+    nodes.append(helper.make_node("Identity", [current], ["y"]))
+    graph = helper.make_graph(
+        nodes,
+        "convnet",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels[0], size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, channels[-1], size, size])],
+        inits,
+    )
+    return _save(graph, path)
+
+
+def unsupported_op(path: Path) -> Path:
+    nodes = [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("FrobnicateTensor", ["h"], ["y"])]
+    graph = helper.make_graph(
+        nodes,
+        "unsupported",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )
+    return _save(graph, path)
