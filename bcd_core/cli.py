@@ -315,6 +315,19 @@ def cmd_check(args: argparse.Namespace, compare: bool = True) -> int:
     return print_check(report)
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from bcd_core.bench import format_report, run_bench
+    from bcd_core.target import parse_target
+
+    settings = settings_from_args(args)
+    out = Path(args.out) if args.out else DEFAULT_RUNS_DIR / f"bench-{Path(args.model).stem}"
+    say = lambda text: print(text, file=sys.stderr)  # noqa: E731
+    report = run_bench(args.model, parse_target(args.target), settings, out, [ProgressBar()], args.runs, say)
+    print(format_report(report))
+    print(f"timelines, plot and JSON in {out}")
+    return 0
+
+
 def cmd_db(args: argparse.Namespace) -> int:
     from bcd_core.records.json_io import export_json, import_json
     from bcd_core.records.store import RecordStore
@@ -356,6 +369,13 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_budget_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--trials-per-task", type=int, default=32, help="budget = this x number of tasks")
+    parser.add_argument("--trials-per-round", type=int, default=16, help="candidates measured per batch")
+    parser.add_argument("--cluster-mode", default="operator", choices=["operator", "sketch"])
+    parser.add_argument("--seed", type=int, default=0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bcd", description=__doc__)
     parser.add_argument("--version", action="version", version=f"bcd {__version__}")
@@ -371,16 +391,21 @@ def build_parser() -> argparse.ArgumentParser:
     tune = sub.add_parser("tune", help="tune a model; re-running the same command resumes it")
     tune.add_argument("model")
     _add_model_options(tune)
-    tune.add_argument("--strategy", default="metaschedule", choices=["metaschedule"])
-    tune.add_argument("--trials-per-task", type=int, default=32)
-    tune.add_argument("--trials-per-round", type=int, default=16, help="candidates measured per batch")
-    tune.add_argument("--cluster-mode", default="operator", choices=["operator", "sketch"])
-    tune.add_argument("--seed", type=int, default=0)
+    tune.add_argument("--strategy", default="bcd", choices=["bcd", "metaschedule"])
+    _add_budget_options(tune)
     tune.add_argument("--db", help="records database (default runs/MODEL.db)")
     tune.add_argument("--new-session", action="store_true", help="start over instead of resuming")
     tune.add_argument("--out", help="also export the tuned module here and check it")
     tune.add_argument("--no-check", action="store_true", help="with --out: skip the onnxruntime check")
     tune.set_defaults(func=cmd_tune)
+
+    bench = sub.add_parser("bench", help="stock MetaSchedule vs BCD on the same model and budget")
+    bench.add_argument("model")
+    _add_model_options(bench)
+    _add_budget_options(bench)
+    bench.add_argument("--out", help="folder for stores, timelines, plot, JSON (default runs/bench-MODEL)")
+    bench.add_argument("--runs", type=int, default=50, help="runs for each measured latency")
+    bench.set_defaults(func=cmd_bench, strategy="bcd")
 
     export = sub.add_parser("export", help="compile the tuned model from the records into a shared library")
     export.add_argument("--db", required=True)

@@ -34,6 +34,7 @@ SESSION_RUNNING = "running"
 SESSION_INTERRUPTED = "interrupted"
 SESSION_COMPLETED = "completed"
 SESSION_FAILED = "failed"
+SESSION_STOPPED = "stopped"  # stopped by the user at a round boundary: resumable
 
 
 def now_iso() -> str:
@@ -170,6 +171,9 @@ class RecordStore:
                 "workload_id": int,
                 "budget": int,
                 "status": str,
+                "diffused_from_trial_id": int,
+                "diffused_best_s": float,
+                "fallback": int,
             },
             pk="id",
             foreign_keys=[("session_id", "sessions", "id"), ("workload_id", "workloads", "id")],
@@ -344,6 +348,10 @@ class RecordStore:
         with self.transaction() as db:
             db["tasks"].insert_all({**row, "session_id": session_id} for row in rows)
 
+    def update_task(self, task_id: int, **values: Any) -> None:
+        with self.transaction() as db:
+            db["tasks"].update(task_id, values)
+
     def tasks(self, session_id: int) -> list[dict[str, Any]]:
         with self._lock:
             return list(self.db["tasks"].rows_where("session_id = ?", [session_id], order_by="idx"))
@@ -435,6 +443,25 @@ class RecordStore:
         )
         with self._lock:
             return {row[0]: row[1] for row in self.db.execute(sql, [session_id]).fetchall()}
+
+    def round_counts(self, session_id: int) -> dict[int, int]:
+        sql = "select task_id, count(distinct round) from trials where session_id = ? group by task_id"
+        with self._lock:
+            return {row[0]: row[1] for row in self.db.execute(sql, [session_id]).fetchall()}
+
+    def best_history(self, session_id: int) -> dict[int, list[float]]:
+        """Per task, its best latency after each of its rounds (for gradient scheduling)."""
+        sql = (
+            "select task_id, round, min(latency_s) from trials where session_id = ? "
+            "group by task_id, round order by task_id, round"
+        )
+        history: dict[int, list[float]] = {}
+        with self._lock:
+            for task_id, _round, best in self.db.execute(sql, [session_id]).fetchall():
+                series = history.setdefault(task_id, [])
+                previous = series[-1] if series else float("inf")
+                series.append(min(previous, best if best is not None else float("inf")))
+        return history
 
     def last_round(self, session_id: int) -> int:
         sql = "select coalesce(max(round), 0) from trials where session_id = ?"

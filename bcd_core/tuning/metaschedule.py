@@ -21,20 +21,21 @@ def evolutionary_search(run: TuningRun, genetic_num_iters: int = 4) -> ms.search
 
 
 def tune_stock(run: TuningRun) -> None:
-    pending = [task for task in run.tasks if run.remaining(task.index) > 0]
-    if not pending:
+    """Global budget (trials per task x tasks), no per-task cap: what `tune_relax` does."""
+    budget_left = run.trials_total - run.trials_done
+    if budget_left <= 0:
         return
+    pending = list(run.tasks)
     contexts = [run.make_context(task, evolutionary_search(run)) for task in pending]
     run.cost_model = ms.cost_model.CostModel.create("xgb", num_tuning_cores=host_core_count(), tree_method="auto")
     recorder = RecordTrials(run, [task.index for task in pending])
-    remaining = [run.remaining(task.index) for task in pending]
     with tempfile.TemporaryDirectory(prefix="bcd-ms-") as work_dir:
         ms.tune_tasks(
             tasks=contexts,
             task_weights=[float(task.weight) for task in pending],
             work_dir=work_dir,
-            max_trials_global=sum(remaining),
-            max_trials_per_task=max(remaining),
+            max_trials_global=budget_left,
+            max_trials_per_task=budget_left,
             num_trials_per_iter=run.settings.batch_size,
             builder=make_builder(run.settings),
             runner=make_runner(run.settings),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import tvm
+import tvm_ffi
 from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
@@ -29,11 +30,13 @@ from bcd_core.records.store import (
     SESSION_COMPLETED,
     SESSION_FAILED,
     SESSION_INTERRUPTED,
+    SESSION_STOPPED,
     RecordStore,
     TrialRow,
 )
 from bcd_core.target import describe_target, target_key
 from bcd_core.tasks import Task, extract_tasks
+from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import Listener, RoundFinished, SessionFinished, SessionMessage, SessionStarted, TuneEvent
 from bcd_core.tuning.settings import TuneSettings
 
@@ -89,8 +92,11 @@ class TuningRun:
         listeners: Sequence[Listener] = (),
         new_session: bool = False,
         started_at: float | None = None,
+        control: TuningControl | None = None,
     ) -> None:
         self.store = store
+        self.control = control or TuningControl()
+        self.paused_s = 0.0
         self.prepared = prepared
         self.tasks = prepared.tasks
         self.target = prepared.target
@@ -111,9 +117,18 @@ class TuningRun:
         row_to_index = {row_id: index for index, row_id in self.task_row_ids.items()}
         self.trial_counts = {row_to_index[k]: v for k, v in counts.items() if k in row_to_index}
         self.best = {row_to_index[k]: v for k, v in best.items() if k in row_to_index}
+        self.rounds_per_task = {
+            row_to_index[k]: v for k, v in store.round_counts(self.session_id).items() if k in row_to_index
+        }
+        self.best_history = {
+            row_to_index[k]: v for k, v in store.best_history(self.session_id).items() if k in row_to_index
+        }
         self.trials_total = settings.trials_per_task * len(self.tasks)
         self.cost_model: ms.cost_model.CostModel | None = None
         self.contexts: dict[int, ms.TuneContext] = {}  # task index -> context
+        # Diffused candidates by module hash: (source trial id, adaptation), for provenance.
+        self.provenance: dict[int, tuple[int | None, str]] = {}
+        self.batch_hooks: list[Any] = []  # called as hook(task_index, trials, trial_ids)
 
     # -- session identity -----------------------------------------------------------------
     def _open_session(self, new_session: bool) -> tuple[int, bool]:
@@ -177,7 +192,7 @@ class TuningRun:
     # -- clock, budgets, events -----------------------------------------------------------
     def elapsed(self) -> float:
         """Session time: earlier runs plus this one, including import and extraction."""
-        return self._elapsed_offset + (time.perf_counter() - self._process_start)
+        return self._elapsed_offset + (time.perf_counter() - self._process_start) - self.paused_s
 
     def remaining(self, task_index: int) -> int:
         return max(0, self.settings.trials_per_task - self.trial_counts.get(task_index, 0))
@@ -237,7 +252,11 @@ class TuningRun:
 
     # -- recording ------------------------------------------------------------------------
     def origin_of(self, task_index: int, candidate: Any) -> tuple[str, int | None, str | None]:
-        """(origin, source trial id, adaptation) of a candidate; strategies may refine it."""
+        """(origin, source trial id, adaptation) of a candidate."""
+        if self.provenance:
+            found = self.provenance.get(int(tvm_ffi.structural_hash(candidate.sch.mod)))
+            if found is not None:
+                return "diffused", found[0], found[1]
         return "evolved", None, None
 
     def predict(self, task_index: int, candidates: list[Any]) -> list[float] | None:
@@ -293,6 +312,9 @@ class TuningRun:
         if latencies:
             self.best[task_index] = min([*latencies, self.best.get(task_index, float("inf"))])
         self.trial_counts[task_index] = self.trial_counts.get(task_index, 0) + len(trials)
+        self.rounds_per_task[task_index] = self.rounds_per_task.get(task_index, 0) + 1
+        history = self.best_history.setdefault(task_index, [])
+        history.append(self.best.get(task_index, float("inf")))
         estimate = estimated_latency(self.tasks, self.best)
         timeline = {
             "round": self.round,
@@ -312,7 +334,9 @@ class TuningRun:
                 "task_id": self.task_row_ids[task_index],
                 **batch_metrics(predicted, throughput),
             }
-        self.store.record_round(self.session_id, trials, timeline, metrics)
+        trial_ids = self.store.record_round(self.session_id, trials, timeline, metrics)
+        for hook in self.batch_hooks:
+            hook(task_index, trials, trial_ids)
         self.emit(
             RoundFinished(
                 session_id=self.session_id,
@@ -355,14 +379,16 @@ def run_session(
     settings: TuneSettings,
     listeners: Sequence[Listener] = (),
     new_session: bool = False,
+    control: TuningControl | None = None,
 ) -> TuningRun:
-    """Import, extract, open (or resume) the session and run the chosen strategy to the end."""
+    """Import, extract, open (or resume) the session and run the chosen strategy to the end
+    (or until `control` stops it)."""
     started = time.perf_counter()
     prepared = prepare_model(
         model_path, target, {k: tuple(v) for k, v in settings.input_shapes.items()}, settings.cluster_mode
     )
     store = RecordStore(db_path)
-    run = TuningRun(store, prepared, settings, listeners, new_session=new_session, started_at=started)
+    run = TuningRun(store, prepared, settings, listeners, new_session, started, control)
     if run.resumed and run.session["status"] == SESSION_COMPLETED:
         run.message("info", f"session {run.session_id} is already complete; nothing to tune (use --new-session)")
         run.emit(
@@ -381,7 +407,7 @@ def run_session(
     status = SESSION_FAILED
     try:
         run_strategy(run)
-        status = SESSION_COMPLETED
+        status = SESSION_STOPPED if run.control.stop_requested else SESSION_COMPLETED
     except KeyboardInterrupt:
         status = SESSION_INTERRUPTED
         raise

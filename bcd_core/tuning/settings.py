@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-STRATEGIES = ("metaschedule",)
+STRATEGIES = ("metaschedule", "bcd")
 
 
 @dataclass
 class TuneSettings:
-    strategy: str = "metaschedule"
+    strategy: str = "bcd"
     trials_per_task: int = 32
     trials_per_round: int = 16  # candidates measured per batch ("round")
     cluster_mode: str = "operator"
@@ -24,6 +24,10 @@ class TuneSettings:
     runner_number: int = 3
     runner_repeat: int = 1
     runner_min_repeat_ms: int = 20
+    # BCD (bcd-algorithm.md): prior size, generations of a member's search, rounds cap.
+    prior_top_k: int = 2
+    member_generations: int = 2
+    representative_round_cap: int = 10
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -42,5 +46,7 @@ class TuneSettings:
     def identity(self) -> dict[str, Any]:
         """What makes two runs 'the same session' (so a re-run resumes it)."""
         keys = ("strategy", "trials_per_task", "trials_per_round", "cluster_mode", "seed", "input_shapes")
+        if self.strategy == "bcd":
+            keys += ("prior_top_k", "member_generations", "representative_round_cap")
         data = asdict(self)
         return {k: data[k] for k in keys}

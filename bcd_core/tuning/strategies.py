@@ -12,4 +12,9 @@ def run_strategy(run: TuningRun) -> None:
 
         tune_stock(run)
         return
+    if strategy == "bcd":
+        from bcd_core.tuning.bcd import tune_bcd
+
+        tune_bcd(run)
+        return
     raise ValueError(f"unknown strategy {strategy!r}")

@@ -1,0 +1,219 @@
+"""`bcd bench`: stock MetaSchedule vs BCD on the same model, target and budget.
+
+Reports the paper's metric (bcd-algorithm.md section 7): the baseline's final estimated
+latency L_b, the time t_b it first reached it, the time t_d BCD first reached L_b, and
+speedup = t_b / t_d; plus both final estimates, both compiled models' measured latency and
+onnxruntime's on the same input with the same thread count. The two strategies use separate
+stores so neither sees the other's records.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from tvm.target import Target
+
+from bcd_core.export import compile_tuned, export_library, run_library, run_onnxruntime
+from bcd_core.model_import import random_inputs
+from bcd_core.records.store import RecordStore
+from bcd_core.target import describe_target, host_core_count
+from bcd_core.tuning.events import Listener
+from bcd_core.tuning.session import run_session
+from bcd_core.tuning.settings import TuneSettings
+
+STRATEGY_ORDER = ("metaschedule", "bcd")
+
+
+@dataclass
+class StrategyResult:
+    strategy: str
+    session_id: int
+    trials: int
+    elapsed_s: float
+    final_estimate_s: float | None
+    measured_latency_ms: float | None
+    timeline: list[tuple[float, float]]  # (elapsed s, estimated latency s) where defined
+
+
+@dataclass
+class BenchReport:
+    model: str
+    target: str
+    trials_per_task: int
+    trials_per_round: int
+    baseline_final_s: float | None
+    baseline_time_s: float | None  # t_b
+    bcd_time_s: float | None  # t_d (None: BCD never reached L_b)
+    speedup: float | None
+    onnxruntime_ms: float | None
+    threads: int
+    results: dict[str, StrategyResult]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def first_time_at_or_below(timeline: Sequence[tuple[float, float]], level: float) -> float | None:
+    for elapsed, estimate in timeline:
+        if estimate <= level * (1 + 1e-9):
+            return elapsed
+    return None
+
+
+def speedup_at_equal_latency(
+    baseline: Sequence[tuple[float, float]], bcd: Sequence[tuple[float, float]]
+) -> tuple[float | None, float | None, float | None, float | None]:
+    """(L_b, t_b, t_d, t_b / t_d)."""
+    if not baseline:
+        return None, None, None, None
+    final = min(estimate for _, estimate in baseline)
+    t_b = first_time_at_or_below(baseline, final)
+    t_d = first_time_at_or_below(bcd, final)
+    speedup = t_b / t_d if t_b is not None and t_d else None
+    return final, t_b, t_d, speedup
+
+
+def session_timeline(store: RecordStore, session_id: int) -> list[tuple[float, float]]:
+    return [
+        (row["elapsed_s"], row["estimated_latency_s"])
+        for row in store.timeline(session_id)
+        if row["estimated_latency_s"] is not None
+    ]
+
+
+def run_bench(
+    model: str | Path,
+    target: Target,
+    settings: TuneSettings,
+    out_dir: str | Path,
+    listeners: Sequence[Listener] = (),
+    latency_runs: int = 50,
+    progress: Any = print,
+) -> BenchReport:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results: dict[str, StrategyResult] = {}
+    prepared_inputs = None
+    onnx_model = None
+    for strategy in STRATEGY_ORDER:
+        progress(f"== {strategy} ==")
+        db_path = out_dir / f"{strategy}.db"
+        run = run_session(model, db_path, target, replace(settings, strategy=strategy), listeners)
+        store = RecordStore(db_path)
+        session = store.session(run.session_id)
+        imported = run.prepared.imported
+        prepared_inputs = imported.inputs
+        onnx_model = imported.onnx_model
+        progress(f"compiling the {strategy} model")
+        library = export_library(
+            compile_tuned(run.database, imported.relax_mod, target), out_dir / f"{Path(model).stem}-{strategy}.so"
+        )
+        measured = run_library(library, random_inputs(imported.inputs), runs=latency_runs).median_ms
+        results[strategy] = StrategyResult(
+            strategy=strategy,
+            session_id=run.session_id,
+            trials=int(session["trials_done"] or 0),
+            elapsed_s=float(session["elapsed_s"] or 0.0),
+            final_estimate_s=session["estimated_latency_s"],
+            measured_latency_ms=measured,
+            timeline=session_timeline(store, run.session_id),
+        )
+    assert prepared_inputs is not None and onnx_model is not None
+    reference = run_onnxruntime(onnx_model, random_inputs(prepared_inputs), runs=latency_runs).median_ms
+    final, t_b, t_d, speedup = speedup_at_equal_latency(results["metaschedule"].timeline, results["bcd"].timeline)
+    report = BenchReport(
+        model=str(model),
+        target=describe_target(target),
+        trials_per_task=settings.trials_per_task,
+        trials_per_round=settings.trials_per_round,
+        baseline_final_s=final,
+        baseline_time_s=t_b,
+        bcd_time_s=t_d,
+        speedup=speedup,
+        onnxruntime_ms=reference,
+        threads=host_core_count(),
+        results=results,
+    )
+    write_outputs(report, out_dir)
+    return report
+
+
+def write_outputs(report: BenchReport, out_dir: Path) -> None:
+    stem = Path(report.model).stem
+    for name, result in report.results.items():
+        with open(out_dir / f"{stem}-{name}-timeline.csv", "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["elapsed_s", "estimated_latency_ms"])
+            writer.writerows((round(t, 3), round(lat * 1e3, 6)) for t, lat in result.timeline)
+    (out_dir / f"{stem}-bench.json").write_text(json.dumps(report.to_json(), indent=2))
+    plot_timelines(report, out_dir / f"{stem}-bench.png")
+
+
+def plot_timelines(report: BenchReport, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(8, 4.5), dpi=110)
+    colors = {"metaschedule": "#7f7f7f", "bcd": "#1f77b4"}
+    labels = {"metaschedule": "stock MetaSchedule", "bcd": "BCD"}
+    for name, result in report.results.items():
+        if result.timeline:
+            xs = [t / 60 for t, _ in result.timeline]
+            ys = [lat * 1e3 for _, lat in result.timeline]
+            axis.step(xs, ys, where="post", label=labels[name], color=colors[name], linewidth=2)
+    if report.baseline_final_s is not None:
+        axis.axhline(report.baseline_final_s * 1e3, color="#7f7f7f", linestyle=":", linewidth=1)
+    if report.bcd_time_s is not None and report.baseline_time_s is not None:
+        axis.axvline(report.bcd_time_s / 60, color="#1f77b4", linestyle="--", linewidth=1)
+        axis.annotate(
+            f"BCD reaches baseline's final latency\n{report.speedup:.2f}x sooner",
+            (report.bcd_time_s / 60, report.baseline_final_s * 1e3),
+            xytext=(10, 30),
+            textcoords="offset points",
+            fontsize=9,
+        )
+    if report.onnxruntime_ms:
+        axis.axhline(report.onnxruntime_ms, color="#2ca02c", linestyle="-.", linewidth=1, label="onnxruntime")
+    axis.set_yscale("log")
+    axis.set_xlabel("tuning time (min, including import and task extraction)")
+    axis.set_ylabel("estimated model latency (ms)")
+    axis.set_title(f"{Path(report.model).name}: {report.trials_per_task} trials/task, {report.target}")
+    axis.grid(True, which="both", alpha=0.3)
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+
+
+def format_report(report: BenchReport) -> str:
+    def ms(seconds: float | None) -> str:
+        return "n/a" if seconds is None else f"{seconds * 1e3:.3f} ms"
+
+    def minutes(seconds: float | None) -> str:
+        return "never" if seconds is None else f"{seconds / 60:.1f} min"
+
+    lines = [
+        f"model {report.model}, target {report.target}, {report.trials_per_task} trials/task, "
+        f"{report.trials_per_round} per round",
+        f"{'strategy':<14}{'trials':>8}{'time':>11}{'final est.':>13}{'measured':>12}",
+    ]
+    for name, result in report.results.items():
+        measured = "n/a" if result.measured_latency_ms is None else f"{result.measured_latency_ms:.3f} ms"
+        lines.append(
+            f"{name:<14}{result.trials:>8}{minutes(result.elapsed_s):>11}{ms(result.final_estimate_s):>13}"
+            f"{measured:>12}"
+        )
+    lines.append(f"onnxruntime ({report.threads} threads): {report.onnxruntime_ms:.3f} ms")
+    lines.append(
+        f"baseline final {ms(report.baseline_final_s)} reached at {minutes(report.baseline_time_s)}; "
+        f"BCD reached it at {minutes(report.bcd_time_s)}; "
+        f"speedup {'n/a' if report.speedup is None else f'{report.speedup:.2f}x'}"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,235 @@
+"""Diffusion: turn a representative's best programs into valid programs for a member whose
+loop extents differ (bcd-algorithm.md section 4).
+
+The member's own sketch (the one whose structure matches the prior's) is replayed with the
+prior's sampling decisions, remapped: tile sizes adapted to the member's extents, categorical
+decisions copied, compute locations copied when valid. Post-processors then validate each
+program; anything that fails is dropped.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import tvm
+import tvm_ffi
+from tvm.s_tir import meta_schedule as ms
+from tvm.s_tir.schedule import Trace
+
+from bcd_core.tasks import normalize_sketch
+
+SAMPLING_KINDS = ("SamplePerfectTile", "SampleCategorical", "SampleComputeLocation")
+TILE_MODES = ("copy", "keep", "scale", "random")
+
+
+# -- tile adaptation (pure) ---------------------------------------------------------------
+def divisors(n: int) -> list[int]:
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def nearest_divisor(value: float, n: int, limit: int | None = None) -> int:
+    """The divisor of n closest to value (ties: the smaller), at most `limit` if given."""
+    options = [d for d in divisors(n) if limit is None or d <= limit] or [1]
+    return min(options, key=lambda d: (abs(d - value), d))
+
+
+def adapt_tile(
+    factors: Sequence[int], extent: int, mode: str, max_innermost: int | None = None, rng: random.Random | None = None
+) -> list[int]:
+    """Tile factors for a loop of `extent`, derived from a prior's `factors`.
+
+    Modes: "copy" (same extent), "keep" (keep each factor that still divides what is left),
+    "scale" (multiply each factor by member extent / prior extent), "random" (a fresh perfect
+    tiling). Factors are snapped to divisors of the remaining extent innermost first, the
+    innermost respects `max_innermost`, and the outermost takes what is left, so the product
+    is always `extent`.
+    """
+    count = len(factors)
+    prior_extent = 1
+    for f in factors:
+        prior_extent *= int(f)
+    if mode == "copy" and prior_extent == extent:
+        return [int(f) for f in factors]
+    if mode == "random":
+        return random_tile(extent, count, max_innermost, rng or random.Random(0))
+    ratio = extent / prior_extent if prior_extent else 1.0
+    adapted = [1] * count
+    remaining = extent
+    for position in range(count - 1, 0, -1):  # innermost first; position 0 takes the rest
+        wanted = float(factors[position]) * (ratio if mode == "scale" else 1.0)
+        limit = max_innermost if position == count - 1 and max_innermost else None
+        if mode == "keep" and remaining % int(factors[position]) == 0 and (limit is None or factors[position] <= limit):
+            chosen = int(factors[position])
+        else:
+            chosen = nearest_divisor(wanted, remaining, limit)
+        adapted[position] = chosen
+        remaining //= chosen
+    adapted[0] = remaining
+    return adapted
+
+
+def random_tile(extent: int, count: int, max_innermost: int | None, rng: random.Random) -> list[int]:
+    factors = [1] * count
+    remaining = extent
+    for position in range(count - 1, 0, -1):
+        options = [d for d in divisors(remaining) if position != count - 1 or not max_innermost or d <= max_innermost]
+        factors[position] = rng.choice(options or [1])
+        remaining //= factors[position]
+    factors[0] = remaining
+    return factors
+
+
+# -- sketch matching ----------------------------------------------------------------------
+def structure_of(trace: Trace) -> str:
+    """Structure without decisions. Simplified first: stored records drop unused
+    instructions (e.g. a get_sblock nothing uses) that the raw sketch still has."""
+    simplified = trace.simplified(remove_postproc=True)
+    return normalize_sketch("\n".join(simplified.as_python(remove_postproc=True)))
+
+
+def matching_sketch(prior: Trace, sketches: Sequence[tvm.s_tir.Schedule]) -> int | None:
+    """Index of the member sketch whose structure equals the prior program's sketch."""
+    wanted = structure_of(prior)
+    for index, sketch in enumerate(sketches):
+        if structure_of(sketch.trace) == wanted:
+            return index
+    return None
+
+
+def sampling_decisions(trace: Trace) -> list[tuple[str, Any, list[Any]]]:
+    """(kind, decision, attrs) of each sampling instruction, in trace order."""
+    out = []
+    for inst in trace.insts:
+        if inst.kind.name in SAMPLING_KINDS:
+            out.append((inst.kind.name, trace.get_decision(inst), list(inst.attrs)))
+    return out
+
+
+# -- replay -------------------------------------------------------------------------------
+@dataclass
+class DiffusedProgram:
+    schedule: tvm.s_tir.Schedule
+    source_trial_id: int | None
+    adaptation: str  # e.g. "keep", "scale+loc-sampled"
+
+    def candidate(self) -> ms.MeasureCandidate:
+        args = ms.arg_info.ArgInfo.from_entry_func(self.schedule.mod, remove_preproc=True)
+        return ms.MeasureCandidate(self.schedule, args)
+
+
+def _loop_extent(sch: tvm.s_tir.Schedule, loop_rv: Any) -> int | None:
+    try:
+        return int(sch.get(loop_rv).extent)
+    except Exception:
+        return None
+
+
+def replay(
+    member_mod: tvm.IRModule,
+    member_sketch: Trace,
+    prior: Trace,
+    tile_mode: str,
+    rng: random.Random,
+    copy_compute_location: bool = True,
+) -> tvm.s_tir.Schedule:
+    """The member sketch with the prior's decisions, remapped. Raises if replay fails."""
+    prior_decisions = sampling_decisions(prior)
+    sch = tvm.s_tir.Schedule(member_mod)
+    cursor = iter(prior_decisions)
+
+    def provide(inst: Any, inputs: list[Any], attrs: list[Any], decision: Any) -> Any:
+        kind = inst.kind.name
+        if kind not in SAMPLING_KINDS:
+            return decision
+        prior_kind, prior_decision, _ = next(cursor, (None, None, None))
+        if prior_kind != kind or prior_decision is None:
+            return decision
+        if kind == "SamplePerfectTile":
+            extent = _loop_extent(sch, inputs[0])
+            if extent is None:
+                return decision
+            max_innermost = int(attrs[1]) if len(attrs) > 1 and int(attrs[1]) > 0 else None
+            factors = [int(f) for f in prior_decision]
+            return adapt_tile(factors, extent, tile_mode, max_innermost, rng)
+        if kind == "SampleComputeLocation" and not copy_compute_location:
+            return decision
+        return prior_decision
+
+    member_sketch.apply_to_schedule(sch, remove_postproc=True, decision_provider=provide)
+    return sch
+
+
+def postprocess(sch: tvm.s_tir.Schedule, postprocs: Sequence[Any]) -> bool:
+    """Run the member space's post-processors; False when any rejects the program."""
+    sch.enter_postproc()
+    for postproc in postprocs:
+        try:
+            if not postproc.apply(sch):
+                return False
+        except Exception:
+            return False
+    return True
+
+
+@dataclass
+class DiffusionResult:
+    programs: list[DiffusedProgram]
+    matched_sketch: int | None  # None: no member sketch matches the prior (fallback)
+    attempted: int
+    rejected: int
+
+
+def diffuse(
+    context: ms.TuneContext,
+    sketches: Sequence[tvm.s_tir.Schedule],
+    priors: Sequence[tuple[int | None, Trace]],
+    count: int,
+    seed: int,
+    seen: set[int] | None = None,
+) -> DiffusionResult:
+    """Up to `count` valid, distinct diffused programs for the member of `context`.
+
+    For each prior program (best first), adaptations are tried in a seeded random order,
+    plus a random tiling for diversity. Programs whose module hash is in `seen` are skipped.
+    """
+    rng = random.Random(seed)
+    postprocs = list(context.space_generator.postprocs)
+    seen = set() if seen is None else seen
+    programs: list[DiffusedProgram] = []
+    matched: int | None = None
+    attempted = rejected = 0
+    for source_id, prior in priors:
+        index = matching_sketch(prior, sketches)
+        if index is None:
+            continue
+        matched = index if matched is None else matched
+        modes = ["keep", "scale"]
+        rng.shuffle(modes)
+        modes = ["copy", *modes, "random"]
+        for mode in modes:
+            if len(programs) >= count:
+                break
+            for copy_location in (True, False):
+                attempted += 1
+                try:
+                    sch = replay(context.mod, sketches[index].trace, prior, mode, rng, copy_location)
+                except Exception:
+                    rejected += 1
+                    continue  # e.g. a compute location invalid for the member: sample instead
+                if not postprocess(sch, postprocs):
+                    rejected += 1
+                    break
+                key = int(tvm_ffi.structural_hash(sch.mod))
+                if key not in seen:
+                    seen.add(key)
+                    label = mode if copy_location else f"{mode}+location-sampled"
+                    programs.append(DiffusedProgram(sch, source_id, label))
+                break
+    return DiffusionResult(programs[:count], matched, attempted, rejected)
+
+
+PriorProvider = Callable[[], list[tuple[int | None, Trace]]]

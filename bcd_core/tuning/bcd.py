@@ -1,0 +1,429 @@
+"""The Bayesian Code Diffusion strategy on MetaSchedule (bcd-algorithm.md sections 3-6).
+
+Phase 1 tunes each cluster's representative (clusters in priority order) for
+min(|cluster|, 10) rounds. Phase 2 gives every member one diffusion round: the
+representative's current best programs, remapped to the member, restricted to the matching
+sketch, measured first; the member's search then continues from them with fewer
+generations. Phase 3 spends the rest of the budget where the estimated model latency gains
+most. One shared XGBoost model learns from every measurement.
+
+MetaSchedule's C++ task scheduler still runs the loop (builder, runner, callbacks); this
+module decides which task goes next (`BcdScheduler.next_task_id`) and what a member measures
+first (`BcdSearch`).
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from typing import Any
+
+import tvm_ffi
+from tvm.ir.utils import derived_object
+from tvm.s_tir import meta_schedule as ms
+from tvm.s_tir.schedule import Trace
+
+from bcd_core.clustering import Cluster, cluster_of, cluster_tasks
+from bcd_core.cost_model.xgb import SharedXGBModel
+from bcd_core.diffusion import diffuse
+from bcd_core.target import host_core_count
+from bcd_core.tuning.control import ControlRequest
+from bcd_core.tuning.measure import make_builder, make_runner
+from bcd_core.tuning.session import RecordTrials, TuningRun, standard_callbacks
+
+log = logging.getLogger("bcd.tuning.bcd")
+UNLIMITED = 10**9
+GRADIENT_WINDOW = 3
+SINGLETON_PREFIX = "single:"
+
+
+class BcdPlan:
+    """The strategy's state: clusters, phases, priors, budgets, and what the user changed."""
+
+    def __init__(self, run: TuningRun) -> None:
+        self.run = run
+        self.settings = run.settings
+        self.moved: dict[int, str] = {}
+        self.representative_overrides: dict[str, int] = {}
+        self.priority: list[str] = []  # user's cluster order (keys); empty = by cost
+        self.task_caps: dict[int, int] = {}
+        self.skipped: set[int] = set()
+        self.total_budget = run.trials_total
+        self.diffused_from: dict[int, set[int]] = {}  # member -> prior trial ids it has received
+        self.sketches: dict[int, list[Any]] = {}
+        self.searches: dict[int, BcdSearch] = {}
+        self.exhausted: set[int] = set()
+        self.last_choice: int | None = None
+        self.clusters: list[Cluster] = []
+        self._restore_from_store()
+        self.recluster()
+        run.batch_hooks.append(self.after_batch)
+
+    # -- clusters ---------------------------------------------------------------------------
+    def _restore_from_store(self) -> None:
+        """On resume: which members were diffused already, and from which programs."""
+        for row in self.run.store.tasks(self.run.session_id):
+            if row["status"] == "skipped":
+                self.skipped.add(row["idx"])
+        for trial in self.run.store.trials(self.run.session_id):
+            if trial["origin"] == "diffused" and trial["source_trial_id"] is not None:
+                index = self._task_index_of_row(trial["task_id"])
+                self.diffused_from.setdefault(index, set()).add(trial["source_trial_id"])
+        for row in self.run.store.tasks(self.run.session_id):
+            if row["fallback"]:
+                self.diffused_from.setdefault(row["idx"], set())
+
+    def _task_index_of_row(self, row_id: int) -> int:
+        for index, candidate in self.run.task_row_ids.items():
+            if candidate == row_id:
+                return index
+        raise KeyError(row_id)
+
+    def recluster(self) -> None:
+        clusters = cluster_tasks(self.run.tasks, self.settings.cluster_mode, self.moved, self.representative_overrides)
+        if self.priority:
+            rank = {key: i for i, key in enumerate(self.priority)}
+            clusters.sort(key=lambda c: (rank.get(c.key, len(rank)), c.id))
+        self.clusters = clusters
+        store = self.run.store
+        with store.transaction() as db:
+            for position, cluster in enumerate(clusters):
+                for index in cluster.members:
+                    db["tasks"].update(
+                        self.run.task_row_ids[index],
+                        {
+                            "cluster_id": position,
+                            "cluster_key": cluster.key,
+                            "is_representative": int(index == cluster.representative and cluster.size > 1),
+                        },
+                    )
+
+    def cluster_of(self, task_index: int) -> Cluster:
+        return cluster_of(self.clusters, task_index)
+
+    def representative_rounds(self, cluster: Cluster) -> int:
+        return min(cluster.size, self.settings.representative_round_cap)
+
+    # -- the prior ------------------------------------------------------------------------
+    def prior(self, representative: int) -> list[tuple[int, Trace]]:
+        """Top-k distinct measured programs of the representative (refreshed every call)."""
+        run = self.run
+        rows = run.store.top_records(run.workload_ids[representative], run.target_key, 8 * self.settings.prior_top_k)
+        programs, seen = [], set()
+        for row in rows:
+            if row["trace"] in seen:
+                continue
+            seen.add(row["trace"])
+            programs.append((row["id"], run.database.record_from_row(row).trace))
+            if len(programs) >= self.settings.prior_top_k:
+                break
+        return programs
+
+    # -- control ----------------------------------------------------------------------------
+    def apply(self, request: ControlRequest) -> None:
+        args = request.args
+        if request.kind == "priority":
+            self.priority = list(args["order"])
+            self.recluster()
+        elif request.kind == "task_budget":
+            self.task_caps[args["task"]] = args["trials"]
+        elif request.kind == "cluster_budget":
+            cluster = next((c for c in self.clusters if c.key == args["cluster"]), None)
+            for index in cluster.members if cluster else []:
+                self.task_caps[index] = args["trials"]
+        elif request.kind == "total_budget":
+            self.total_budget = args["trials"]
+        elif request.kind == "skip":
+            self.skipped.add(args["task"])
+            self.set_status(args["task"], "skipped")
+        elif request.kind == "move":
+            key = args["cluster"] or f"{SINGLETON_PREFIX}{args['task']}"
+            self.moved[args["task"]] = key
+            self.recluster()
+        elif request.kind == "representative":
+            self.representative_overrides[args["cluster"]] = args["task"]
+            self.recluster()
+        else:
+            raise ValueError(f"unknown control request {request.kind}")
+        self.run.message("control", f"applied {request.describe()}")
+
+    def set_status(self, task_index: int, status: str) -> None:
+        self.run.store.update_task(self.run.task_row_ids[task_index], status=status)
+
+    # -- choosing the next task -----------------------------------------------------------
+    def available(self, task_index: int) -> bool:
+        if task_index in self.skipped or task_index in self.exhausted:
+            return False
+        cap = self.task_caps.get(task_index)
+        return cap is None or self.run.trial_counts.get(task_index, 0) < cap
+
+    def needs_diffusion(self, task_index: int) -> bool:
+        cluster = self.cluster_of(task_index)
+        return cluster.size > 1 and task_index != cluster.representative and task_index not in self.diffused_from
+
+    def next_task(self) -> int | None:
+        run = self.run
+        if run.trials_done >= self.total_budget:
+            return None
+        rounds = run.rounds_per_task
+        # Phase 1: representatives, clusters in priority order.
+        for cluster in self.clusters:
+            rep = cluster.representative
+            if cluster.size > 1 and self.available(rep) and rounds.get(rep, 0) < self.representative_rounds(cluster):
+                return rep
+        # Phase 2: one diffusion round per member; singletons get their first round.
+        for cluster in self.clusters:
+            for index in cluster.members:
+                if not self.available(index):
+                    continue
+                if self.needs_diffusion(index) or (cluster.size == 1 and rounds.get(index, 0) == 0):
+                    return index
+        # Phase 3: where the estimated model latency should drop most.
+        candidates = [t.index for t in run.tasks if self.available(t.index)]
+        if not candidates:
+            return None
+        return max(candidates, key=self.expected_gain)
+
+    def expected_gain(self, task_index: int) -> tuple[float, float]:
+        """(never measured first, weight x best latency x recent relative improvement)."""
+        run = self.run
+        best = run.best.get(task_index)
+        if best is None:
+            return (1.0, float(run.tasks[task_index].weight))
+        history = run.best_history.get(task_index, [])
+        if len(history) > GRADIENT_WINDOW and history[-1 - GRADIENT_WINDOW] < float("inf"):
+            past = history[-1 - GRADIENT_WINDOW]
+            improvement = (past - history[-1]) / past / GRADIENT_WINDOW
+        else:
+            improvement = 0.5  # young tasks are likely to improve
+        # A floor keeps heavy tasks in play even when they plateau briefly.
+        return (0.0, run.tasks[task_index].weight * best * (improvement + 0.02))
+
+    # -- diffusion ------------------------------------------------------------------------
+    def diffusion_batch(self, task_index: int, count: int) -> list[ms.MeasureCandidate] | None:
+        """Diffused candidates for a member that needs them now, else None."""
+        cluster = self.cluster_of(task_index)
+        if cluster.size < 2 or task_index == cluster.representative:
+            return None
+        priors = self.prior(cluster.representative)
+        received = self.diffused_from.get(task_index)
+        if received is not None:
+            priors = [p for p in priors if p[0] not in received]  # refresh: only new best programs
+            if not priors:
+                return None
+        elif not priors:
+            return None  # the representative has no valid program yet: plain search
+        context = self.run.contexts[task_index]
+        sketches = self.sketches[task_index]
+        seed = self.settings.seed * 7919 + task_index * 101 + self.run.round
+        result = diffuse(context, sketches, priors, count, seed, seen=set())
+        self.diffused_from.setdefault(task_index, set()).update(p[0] for p in priors)
+        if result.matched_sketch is None:
+            self.fallback(task_index, cluster)
+            return None
+        self.searches[task_index].restrict_to(result.matched_sketch)
+        for program in result.programs:
+            key = int(tvm_ffi.structural_hash(program.schedule.mod))
+            self.run.provenance[key] = (program.source_trial_id, program.adaptation)
+        if not result.programs:
+            self.run.message(
+                "warning",
+                f"{self.run.tasks[task_index].name}: every diffused program was invalid "
+                f"({result.rejected} rejected); searching from scratch in the matched sketch",
+                task_index,
+            )
+            return None
+        return [program.candidate() for program in result.programs]
+
+    def fallback(self, task_index: int, cluster: Cluster) -> None:
+        task = self.run.tasks[task_index]
+        rep = self.run.tasks[cluster.representative]
+        self.run.store.update_task(self.run.task_row_ids[task_index], fallback=1, status="fallback")
+        self.run.message(
+            "fallback",
+            f"{task.name}: no sketch matches the prior of {rep.name}; searching its full design space",
+            task_index,
+        )
+
+    def after_batch(self, task_index: int, trials: list[Any], trial_ids: list[int]) -> None:
+        diffused = [(t, i) for t, i in zip(trials, trial_ids) if t.origin == "diffused"]
+        row_id = self.run.task_row_ids[task_index]
+        if diffused:
+            valid = [(t.latency_s, t.source_trial_id) for t, _ in diffused if t.latency_s is not None]
+            if valid:
+                best_latency, source = min(valid, key=lambda pair: pair[0])
+                first = self.run.store.tasks(self.run.session_id)[task_index]["diffused_best_s"] is None
+                if first:
+                    self.run.store.update_task(
+                        row_id, diffused_best_s=best_latency, diffused_from_trial_id=source, status="diffused"
+                    )
+            return
+        cluster = self.cluster_of(task_index)
+        in_phase_three = not self.needs_diffusion(task_index) and (
+            task_index != cluster.representative
+            or self.run.rounds_per_task.get(task_index, 0) > self.representative_rounds(cluster)
+        )
+        if task_index not in self.skipped:
+            self.set_status(task_index, "refining" if in_phase_three else "tuning")
+
+
+@derived_object
+class BcdSearch(ms.search_strategy.PySearchStrategy):
+    """A task's search: diffused programs first when the plan has some, then a real
+    EvolutionarySearch (restricted to the matching sketch after diffusion)."""
+
+    def __init__(self, plan: BcdPlan, task_index: int, generations: int) -> None:
+        super().__init__()
+        self.plan = plan
+        self.task_index = task_index
+        self.generations = generations
+        self.inner = self._new_inner()
+        self.context: ms.TuneContext | None = None
+        self.tuning_args: dict[str, Any] = {}
+        self.seed_batch_out = False
+
+    def _new_inner(self) -> ms.search_strategy.EvolutionarySearch:
+        settings = self.plan.settings
+        return ms.search_strategy.EvolutionarySearch(
+            population_size=settings.population_size,
+            init_min_unmeasured=settings.init_min_unmeasured,
+            genetic_num_iters=self.generations,
+        )
+
+    def _initialize_with_tune_context(self, context: ms.TuneContext) -> None:
+        self.context = context
+        self.inner._initialize_with_tune_context(context)
+
+    def pre_tuning(self, max_trials, num_trials_per_iter, design_spaces, database=None, cost_model=None) -> None:
+        self.tuning_args = {
+            "max_trials": max_trials,
+            "num_trials_per_iter": num_trials_per_iter,
+            "database": database,
+            "cost_model": cost_model,
+        }
+        self.plan.sketches[self.task_index] = list(design_spaces)
+        self.inner.pre_tuning(max_trials, num_trials_per_iter, design_spaces, database, cost_model)
+
+    def restrict_to(self, sketch_index: int) -> None:
+        """Search only the member's sketch that matches the prior (post/pre-tuning restarts it)."""
+        sketches = self.plan.sketches[self.task_index]
+        self.inner.post_tuning()
+        args = self.tuning_args
+        self.inner.pre_tuning(
+            args["max_trials"],
+            args["num_trials_per_iter"],
+            [sketches[sketch_index]],
+            args["database"],
+            args["cost_model"],
+        )
+
+    def post_tuning(self) -> None:
+        self.inner.post_tuning()
+
+    def generate_measure_candidates(self) -> list[ms.MeasureCandidate] | None:
+        count = max(1, self.plan.settings.batch_size // 2)  # a member's round is half a representative's
+        seeds = self.plan.diffusion_batch(self.task_index, count)
+        if seeds:
+            self.seed_batch_out = True
+            return seeds
+        self.seed_batch_out = False
+        candidates = self.inner.generate_measure_candidates()
+        if candidates is None:
+            self.plan.exhausted.add(self.task_index)
+            return None
+        left = self.plan.total_budget - self.plan.run.trials_done
+        return list(candidates)[: max(1, left)]  # do not overshoot the budget
+
+    def notify_runner_results(self, measure_candidates, results) -> None:
+        if not self.seed_batch_out:  # seeds did not come from the inner search
+            self.inner.notify_runner_results(measure_candidates, results)
+
+    def clone(self) -> BcdSearch:
+        return BcdSearch(self.plan, self.task_index, self.generations)
+
+
+@derived_object
+class BcdScheduler(ms.task_scheduler.PyTaskScheduler):
+    """Chooses the next task by phase; applies control requests between rounds."""
+
+    def __init__(self, plan: BcdPlan) -> None:
+        super().__init__()
+        self.plan = plan
+
+    def next_task_id(self) -> int:
+        plan, run = self.plan, self.plan.run
+        scheduler = self._outer()
+        last = plan.last_choice
+        if last is not None and not scheduler.tasks_[last].is_terminated:
+            scheduler.join_running_task(last)  # measure callbacks run here: the batch is saved
+        plan.last_choice = None
+        for index, record in enumerate(scheduler.tasks_):
+            if record.is_terminated:
+                plan.exhausted.add(index)
+        control = run.control
+        if control.paused and not control.stop_requested:
+            run.message("info", "paused")
+            run.paused_s += control.wait_while_paused()
+            if not control.stop_requested:
+                run.message("info", "resumed")
+        if control.stop_requested:
+            run.message("info", "stopped by the user at a round boundary")
+            return -1
+        for request in control.take_pending():
+            try:
+                plan.apply(request)
+            except Exception as err:  # a bad request must not end the session
+                run.message("warning", f"could not apply {request.describe()}: {err}")
+        choice = plan.next_task()
+        if choice is None:
+            return -1
+        plan.last_choice = choice
+        return choice
+
+
+def tune_bcd(run: TuningRun) -> None:
+    if run.trials_done >= run.trials_total:
+        return
+    plan = BcdPlan(run)
+    contexts = []
+    for task in run.tasks:
+        cluster = plan.cluster_of(task.index)
+        is_member = cluster.size > 1 and task.index != cluster.representative
+        generations = run.settings.member_generations if is_member else 4  # 4: MetaSchedule's default
+        search = BcdSearch(plan, task.index, generations)
+        plan.searches[task.index] = search
+        contexts.append(run.make_context(task, search))
+    cost_model = SharedXGBModel(num_threads=host_core_count(), seed=run.settings.seed)
+    run.cost_model = cost_model
+    if run.resumed:
+        _retrain_from_store(run, cost_model)
+    recorder = RecordTrials(run, [task.index for task in run.tasks])
+    with tempfile.TemporaryDirectory(prefix="bcd-") as work_dir:
+        ms.tune_tasks(
+            tasks=contexts,
+            task_weights=[float(task.weight) for task in run.tasks],
+            work_dir=work_dir,
+            max_trials_global=UNLIMITED,  # the plan enforces the (user-changeable) budget
+            max_trials_per_task=UNLIMITED,
+            num_trials_per_iter=run.settings.batch_size,
+            builder=make_builder(run.settings),
+            runner=make_runner(run.settings),
+            database=run.database,
+            cost_model=cost_model,
+            measure_callbacks=standard_callbacks(recorder),
+            task_scheduler=BcdScheduler(plan),
+        )
+
+
+def _retrain_from_store(run: TuningRun, model: SharedXGBModel) -> None:
+    """A resumed session's cost model learns again from everything the session measured."""
+    by_task: dict[int, list[dict[str, Any]]] = {}
+    row_to_index = {row_id: index for index, row_id in run.task_row_ids.items()}
+    for trial in run.store.trials(run.session_id):
+        if trial["task_id"] in row_to_index:
+            by_task.setdefault(row_to_index[trial["task_id"]], []).append(trial)
+    for index, trials in by_task.items():
+        candidates = [run.database.record_from_row(t).as_measure_candidate() for t in trials]
+        model.pretrain(run.contexts[index], candidates, [t["latency_s"] for t in trials])
+    model.train_full()
+    run.message("info", f"cost model retrained on {sum(len(t) for t in by_task.values())} stored trials")

@@ -1,0 +1,101 @@
+"""Thread-safe steering of a running tune (CLI signals now, the GUI next).
+
+Requests are queued and applied by the scheduler at the next round boundary, so a batch in
+flight is never disturbed and nothing measured is lost. Pause and stop also take effect at
+the next boundary. Every applied request is recorded in the session's events.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ControlRequest:
+    kind: str  # priority | task_budget | cluster_budget | total_budget | skip | move | representative
+    args: dict[str, Any] = field(default_factory=dict)
+    requested_at: float = field(default_factory=time.time)
+
+    def describe(self) -> str:
+        details = ", ".join(f"{k}={v}" for k, v in self.args.items())
+        return f"{self.kind}({details})"
+
+
+class TuningControl:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running = threading.Event()
+        self._running.set()
+        self._stop = threading.Event()
+        self._pending: list[ControlRequest] = []
+
+    # -- flow -----------------------------------------------------------------------------
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    def stop(self) -> None:
+        """Finish the batch in flight, save it, and end the session (resumable later)."""
+        self._stop.set()
+        self._running.set()  # a paused tuner must wake up to stop
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop.is_set()
+
+    def wait_while_paused(self, poll_s: float = 0.2) -> float:
+        """Block while paused; returns the seconds spent waiting."""
+        start = time.perf_counter()
+        while not self._running.wait(poll_s):
+            if self._stop.is_set():
+                break
+        return time.perf_counter() - start
+
+    # -- steering requests ----------------------------------------------------------------
+    def _request(self, kind: str, **args: Any) -> ControlRequest:
+        request = ControlRequest(kind, args)
+        with self._lock:
+            self._pending.append(request)
+        return request
+
+    def set_cluster_priority(self, cluster_keys: list[str]) -> ControlRequest:
+        """Clusters in the order to tune them (keys not listed keep their relative order after)."""
+        return self._request("priority", order=list(cluster_keys))
+
+    def set_task_budget(self, task_index: int, trials: int) -> ControlRequest:
+        return self._request("task_budget", task=task_index, trials=int(trials))
+
+    def set_cluster_budget(self, cluster_key: str, trials: int) -> ControlRequest:
+        """Per-task trial cap for every task of the cluster."""
+        return self._request("cluster_budget", cluster=cluster_key, trials=int(trials))
+
+    def set_total_budget(self, trials: int) -> ControlRequest:
+        return self._request("total_budget", trials=int(trials))
+
+    def skip_task(self, task_index: int) -> ControlRequest:
+        return self._request("skip", task=task_index)
+
+    def move_task(self, task_index: int, cluster_key: str | None) -> ControlRequest:
+        """Put a task into another cluster; None makes it a singleton."""
+        return self._request("move", task=task_index, cluster=cluster_key)
+
+    def set_representative(self, cluster_key: str, task_index: int) -> ControlRequest:
+        return self._request("representative", cluster=cluster_key, task=task_index)
+
+    def pending(self) -> list[ControlRequest]:
+        with self._lock:
+            return list(self._pending)
+
+    def take_pending(self) -> list[ControlRequest]:
+        with self._lock:
+            taken, self._pending = self._pending, []
+        return taken
