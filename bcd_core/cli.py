@@ -372,7 +372,7 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
 def _add_budget_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trials-per-task", type=int, default=32, help="budget = this x number of tasks")
     parser.add_argument("--trials-per-round", type=int, default=16, help="candidates measured per batch")
-    parser.add_argument("--cluster-mode", default="operator", choices=["operator", "sketch"])
+    parser.add_argument("--cluster-mode", default="sketch", choices=["sketch", "operator"])
     parser.add_argument("--seed", type=int, default=0)
 
 

@@ -52,7 +52,8 @@ def adapt_tile(
     prior_extent = 1
     for f in factors:
         prior_extent *= int(f)
-    if mode == "copy" and prior_extent == extent:
+    within_limit = not max_innermost or int(factors[-1]) <= max_innermost
+    if mode == "copy" and prior_extent == extent and within_limit:
         return [int(f) for f in factors]
     if mode == "random":
         return random_tile(extent, count, max_innermost, rng or random.Random(0))

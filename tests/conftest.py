@@ -53,3 +53,8 @@ def shared_model(name: str) -> Path:
     if not path.is_file():
         pytest.skip(f"{path} not available")
     return path
+
+
+@pytest.fixture(scope="session")
+def conv_cluster_model(model_dir: Path) -> Path:
+    return models.convnet_pool(model_dir / "conv_cluster.onnx")

@@ -81,3 +81,26 @@ def unsupported_op(path: Path) -> Path:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
     )
     return _save(graph, path)
+
+
+def convnet_pool(path: Path, channels: tuple[int, ...] = (3, 8, 12, 16), size: int = 10) -> Path:
+    """Three conv layers of different widths (one cluster) and a global average pool."""
+    rng = np.random.default_rng(2)
+    nodes, inits = [], []
+    current = "x"
+    for i, (c_in, c_out) in enumerate(zip(channels, channels[1:])):
+        inits += [_weight(rng, f"w{i}", (c_out, c_in, 3, 3)), _weight(rng, f"b{i}", (c_out,))]
+        nodes += [
+            helper.make_node("Conv", [current, f"w{i}", f"b{i}"], [f"c{i}"], pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", [f"c{i}"], [f"r{i}"]),
+        ]
+        current = f"r{i}"
+    nodes.append(helper.make_node("GlobalAveragePool", [current], ["y"]))
+    graph = helper.make_graph(
+        nodes,
+        "convnet_pool",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels[0], size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, channels[-1], 1, 1])],
+        inits,
+    )
+    return _save(graph, path)

@@ -145,6 +145,7 @@ class RecordStore:
                 "elapsed_s": float,
                 "trials_done": int,
                 "estimated_latency_s": float,
+                "bookkeeping_s": float,
                 "pid": int,
                 "host": str,
             },
@@ -326,9 +327,12 @@ class RecordStore:
                 {"status": SESSION_RUNNING, "pid": os.getpid(), "host": socket.gethostname(), "ended_at": None},
             )
 
-    def finish_session(self, session_id: int, status: str, elapsed_s: float) -> None:
+    def finish_session(self, session_id: int, status: str, elapsed_s: float, bookkeeping_s: float) -> None:
         with self.transaction() as db:
-            db["sessions"].update(session_id, {"status": status, "ended_at": now_iso(), "elapsed_s": elapsed_s})
+            db["sessions"].update(
+                session_id,
+                {"status": status, "ended_at": now_iso(), "elapsed_s": elapsed_s, "bookkeeping_s": bookkeeping_s},
+            )
 
     # -- workloads ------------------------------------------------------------------------
     def workloads_with_hash(self, shash: str) -> list[dict[str, Any]]:
@@ -363,6 +367,7 @@ class RecordStore:
         trials: list[TrialRow],
         timeline: dict[str, Any] | None = None,
         metrics: dict[str, Any] | None = None,
+        bookkeeping_s: float | None = None,
     ) -> list[int]:
         """One measured batch, its timeline point and metrics, committed atomically."""
         created = now_iso()
@@ -396,6 +401,7 @@ class RecordStore:
                         "elapsed_s": timeline["elapsed_s"],
                         "trials_done": timeline["trials_done"],
                         "estimated_latency_s": timeline.get("estimated_latency_s"),
+                        **({"bookkeeping_s": bookkeeping_s} if bookkeeping_s is not None else {}),
                     },
                 )
             if metrics is not None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
+import time
 from typing import Any
 
 import tvm_ffi
@@ -35,6 +36,7 @@ log = logging.getLogger("bcd.tuning.bcd")
 UNLIMITED = 10**9
 GRADIENT_WINDOW = 3
 SINGLETON_PREFIX = "single:"
+STOCK_GENERATIONS = 4  # EvolutionarySearch's default genetic_num_iters
 
 
 class BcdPlan:
@@ -54,7 +56,7 @@ class BcdPlan:
         self.searches: dict[int, BcdSearch] = {}
         self.exhausted: set[int] = set()
         self.last_choice: int | None = None
-        self.clusters: list[Cluster] = []
+        self.clusters: list[Cluster] = []  # filled by recluster()
         self._restore_from_store()
         self.recluster()
         run.batch_hooks.append(self.after_batch)
@@ -80,7 +82,12 @@ class BcdPlan:
         raise KeyError(row_id)
 
     def recluster(self) -> None:
-        clusters = cluster_tasks(self.run.tasks, self.settings.cluster_mode, self.moved, self.representative_overrides)
+        # Keep representatives that were already chosen (moving a member out must not
+        # re-elect a representative whose members were tuned from another); the user's
+        # explicit choices win.
+        sticky = {c.key: c.representative for c in self.clusters}
+        overrides = {**sticky, **self.representative_overrides}
+        clusters = cluster_tasks(self.run.tasks, self.settings.cluster_mode, self.moved, overrides)
         if self.priority:
             rank = {key: i for i, key in enumerate(self.priority)}
             clusters.sort(key=lambda c: (rank.get(c.key, len(rank)), c.id))
@@ -185,19 +192,23 @@ class BcdPlan:
         return max(candidates, key=self.expected_gain)
 
     def expected_gain(self, task_index: int) -> tuple[float, float]:
-        """(never measured first, weight x best latency x recent relative improvement)."""
+        """(never measured first, expected drop of the model's estimated latency).
+
+        The drop is weight x best latency x the relative improvement one more round should
+        bring: the recent per-round improvement (MetaSchedule's backward gradient), but at
+        least 1 / (rounds + 1), the diminishing return of a search that has not converged.
+        Without that floor a heavy task that stalls for a few rounds starves."""
         run = self.run
         best = run.best.get(task_index)
         if best is None:
             return (1.0, float(run.tasks[task_index].weight))
         history = run.best_history.get(task_index, [])
+        recent = 0.0
         if len(history) > GRADIENT_WINDOW and history[-1 - GRADIENT_WINDOW] < float("inf"):
             past = history[-1 - GRADIENT_WINDOW]
-            improvement = (past - history[-1]) / past / GRADIENT_WINDOW
-        else:
-            improvement = 0.5  # young tasks are likely to improve
-        # A floor keeps heavy tasks in play even when they plateau briefly.
-        return (0.0, run.tasks[task_index].weight * best * (improvement + 0.02))
+            recent = (past - history[-1]) / past / GRADIENT_WINDOW
+        rounds = run.rounds_per_task.get(task_index, 0)
+        return (0.0, run.tasks[task_index].weight * best * max(recent, 1.0 / (rounds + 1)))
 
     # -- diffusion ------------------------------------------------------------------------
     def diffusion_batch(self, task_index: int, count: int) -> list[ms.MeasureCandidate] | None:
@@ -239,6 +250,7 @@ class BcdPlan:
         task = self.run.tasks[task_index]
         rep = self.run.tasks[cluster.representative]
         self.run.store.update_task(self.run.task_row_ids[task_index], fallback=1, status="fallback")
+        self.searches[task_index].search_full_space()
         self.run.message(
             "fallback",
             f"{task.name}: no sketch matches the prior of {rep.name}; searching its full design space",
@@ -305,16 +317,25 @@ class BcdSearch(ms.search_strategy.PySearchStrategy):
         self.inner.pre_tuning(max_trials, num_trials_per_iter, design_spaces, database, cost_model)
 
     def restrict_to(self, sketch_index: int) -> None:
-        """Search only the member's sketch that matches the prior (post/pre-tuning restarts it)."""
-        sketches = self.plan.sketches[self.task_index]
+        """Search only the member's sketch that matches the prior."""
+        self._restart([self.plan.sketches[self.task_index][sketch_index]], self.generations)
+
+    def search_full_space(self) -> None:
+        """Fallback: no diffusion, so search like a representative (full space, stock generations)."""
+        self._restart(self.plan.sketches[self.task_index], STOCK_GENERATIONS)
+
+    def _restart(self, design_spaces: list[Any], generations: int) -> None:
+        """A fresh inner search over `design_spaces` (post_tuning + pre_tuning). Records
+        measured so far stay in the database, so the new search starts from them."""
         self.inner.post_tuning()
+        if generations != self.generations:
+            self.generations = generations
+            self.inner = self._new_inner()
+            assert self.context is not None
+            self.inner._initialize_with_tune_context(self.context)
         args = self.tuning_args
         self.inner.pre_tuning(
-            args["max_trials"],
-            args["num_trials_per_iter"],
-            [sketches[sketch_index]],
-            args["database"],
-            args["cost_model"],
+            args["max_trials"], args["num_trials_per_iter"], design_spaces, args["database"], args["cost_model"]
         )
 
     def post_tuning(self) -> None:
@@ -357,13 +378,16 @@ class BcdScheduler(ms.task_scheduler.PyTaskScheduler):
         if last is not None and not scheduler.tasks_[last].is_terminated:
             scheduler.join_running_task(last)  # measure callbacks run here: the batch is saved
         plan.last_choice = None
+        started = time.perf_counter()
         for index, record in enumerate(scheduler.tasks_):
             if record.is_terminated:
                 plan.exhausted.add(index)
         control = run.control
         if control.paused and not control.stop_requested:
             run.message("info", "paused")
-            run.paused_s += control.wait_while_paused()
+            waited = control.wait_while_paused()
+            run.paused_s += waited
+            started += waited  # waiting is not bookkeeping
             if not control.stop_requested:
                 run.message("info", "resumed")
         if control.stop_requested:
@@ -375,6 +399,7 @@ class BcdScheduler(ms.task_scheduler.PyTaskScheduler):
             except Exception as err:  # a bad request must not end the session
                 run.message("warning", f"could not apply {request.describe()}: {err}")
         choice = plan.next_task()
+        run.bookkeeping_s += time.perf_counter() - started
         if choice is None:
             return -1
         plan.last_choice = choice
@@ -389,7 +414,7 @@ def tune_bcd(run: TuningRun) -> None:
     for task in run.tasks:
         cluster = plan.cluster_of(task.index)
         is_member = cluster.size > 1 and task.index != cluster.representative
-        generations = run.settings.member_generations if is_member else 4  # 4: MetaSchedule's default
+        generations = run.settings.member_generations if is_member else STOCK_GENERATIONS
         search = BcdSearch(plan, task.index, generations)
         plan.searches[task.index] = search
         contexts.append(run.make_context(task, search))

@@ -59,7 +59,7 @@ def prepare_model(
     model_path: str | Path,
     target: Target,
     input_shapes: dict[str, tuple[int, ...]] | None = None,
-    cluster_mode: str = "operator",
+    cluster_mode: str = "sketch",
 ) -> PreparedModel:
     start = time.perf_counter()
     imported = import_model(model_path, input_shapes)
@@ -108,6 +108,9 @@ class TuningRun:
         self.session_id, self.resumed = self._open_session(new_session)
         self.session = store.session(self.session_id)
         self._elapsed_offset = float(self.session["elapsed_s"] or 0.0)
+        # Time spent on our own bookkeeping (store writes, metrics, events, scheduling
+        # decisions), as opposed to search, build and measurement.
+        self.bookkeeping_s = float(self.session.get("bookkeeping_s") or 0.0)
         rows = store.tasks(self.session_id)
         self.task_row_ids = {row["idx"]: row["id"] for row in rows}
         self.workload_ids = {row["idx"]: row["workload_id"] for row in rows}
@@ -228,7 +231,7 @@ class TuningRun:
         )
 
     def finish(self, status: str) -> None:
-        self.store.finish_session(self.session_id, status, self.elapsed())
+        self.store.finish_session(self.session_id, status, self.elapsed(), self.bookkeeping_s)
         self.emit(
             SessionFinished(
                 self.session_id, status, self.trials_done, estimated_latency(self.tasks, self.best), self.elapsed()
@@ -270,6 +273,13 @@ class TuningRun:
     def record_batch(self, task_index: int, candidates: list, builder_results: list, runner_results: list) -> None:
         if not candidates:  # the search ran dry (tiny design space): nothing was measured
             return
+        started = time.perf_counter()
+        try:
+            self._record_batch(task_index, candidates, builder_results, runner_results)
+        finally:
+            self.bookkeeping_s += time.perf_counter() - started
+
+    def _record_batch(self, task_index: int, candidates: list, builder_results: list, runner_results: list) -> None:
         task = self.tasks[task_index]
         workload = self.database.commit_workload(task.mod)
         predicted = self.predict(task_index, candidates)
@@ -334,7 +344,7 @@ class TuningRun:
                 "task_id": self.task_row_ids[task_index],
                 **batch_metrics(predicted, throughput),
             }
-        trial_ids = self.store.record_round(self.session_id, trials, timeline, metrics)
+        trial_ids = self.store.record_round(self.session_id, trials, timeline, metrics, self.bookkeeping_s)
         for hook in self.batch_hooks:
             hook(task_index, trials, trial_ids)
         self.emit(

@@ -13,7 +13,9 @@ class TuneSettings:
     strategy: str = "bcd"
     trials_per_task: int = 32
     trials_per_round: int = 16  # candidates measured per batch ("round")
-    cluster_mode: str = "operator"
+    # Sketch clusters only hold tasks whose design spaces match, so every member can be
+    # diffused; operator clusters mix e.g. 1x1 and 3x3 convolutions, which then fall back.
+    cluster_mode: str = "sketch"
     seed: int = 0
     input_shapes: dict[str, list[int]] = field(default_factory=dict)
     # Search and measurement knobs (not part of a session's identity).

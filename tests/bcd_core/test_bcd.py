@@ -1,0 +1,132 @@
+"""The BCD strategy end to end with real TVM: phases, diffusion provenance, steering, stop
+and resume."""
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from bcd_core.clustering import cluster_tasks
+from bcd_core.records.store import RecordStore
+from bcd_core.tuning.control import TuningControl
+from bcd_core.tuning.events import RoundFinished
+from bcd_core.tuning.session import prepare_model, run_session
+from bcd_core.tuning.settings import TuneSettings
+
+SETTINGS = TuneSettings(strategy="bcd", trials_per_task=6, trials_per_round=4, representative_round_cap=2)
+
+
+@pytest.fixture(scope="module")
+def layout(conv_cluster_model: Path, host):
+    prepared = prepare_model(conv_cluster_model, host)
+    conv = next(c for c in cluster_tasks(prepared.tasks, SETTINGS.cluster_mode) if c.size == 3)
+    return prepared, conv
+
+
+def rows_by_index(store: RecordStore, session_id: int) -> dict[int, dict]:
+    return {row["idx"]: row for row in store.tasks(session_id)}
+
+
+def trials_of(store: RecordStore, session_id: int, index: int) -> list[dict]:
+    row_id = rows_by_index(store, session_id)[index]["id"]
+    return store.trials(session_id, task_id=row_id)
+
+
+@pytest.fixture(scope="module")
+def steered(tmp_path_factory, conv_cluster_model: Path, host, layout):
+    """One BCD tune that the test steers while it runs (like a GUI user would)."""
+    _, conv = layout
+    member_b, member_c = conv.followers()
+    control = TuningControl()
+    applied_at: dict[str, int] = {}
+
+    def steer(event) -> None:
+        if not isinstance(event, RoundFinished):
+            return
+        if event.round == 1:
+            control.move_task(member_c, None)  # make it a singleton: it must not be diffused
+            control.pause()
+            threading.Timer(1.0, control.resume).start()
+            applied_at["move"] = event.round
+        if event.task_index == member_b and "skip" not in applied_at:
+            control.skip_task(member_b)  # right after its diffusion round
+            applied_at["skip"] = event.round
+
+    db = tmp_path_factory.mktemp("bcd") / "records.db"
+    run = run_session(conv_cluster_model, db, host, SETTINGS, [steer], control=control)
+    return run, RecordStore(db), applied_at
+
+
+def test_representative_is_tuned_first(steered, layout) -> None:
+    run, store, _ = steered
+    _, conv = layout
+    rep_rounds = sorted({t["round"] for t in trials_of(store, run.session_id, conv.representative)})
+    first_rounds = sorted({t["round"] for t in store.trials(run.session_id)})[:2]
+    assert rep_rounds[:2] == first_rounds == [1, 2]  # min(|cluster|, cap=2) rounds before anyone else
+    assert rows_by_index(store, run.session_id)[conv.representative]["is_representative"] == 1
+
+
+def test_member_is_diffused_with_provenance(steered, layout) -> None:
+    run, store, _ = steered
+    _, conv = layout
+    member_b = conv.followers()[0]
+    diffused = [t for t in trials_of(store, run.session_id, member_b) if t["origin"] == "diffused"]
+    assert diffused, "the member's first batch comes from the representative's programs"
+    rep_trial_ids = {t["id"] for t in trials_of(store, run.session_id, conv.representative)}
+    assert {t["source_trial_id"] for t in diffused} <= rep_trial_ids
+    assert all(t["adaptation"] for t in diffused)
+    assert len(diffused) <= max(1, SETTINGS.batch_size // 2)  # a member's round is half a representative's
+    row = rows_by_index(store, run.session_id)[member_b]
+    valid = [t["latency_s"] for t in diffused if t["latency_s"] is not None]
+    assert row["diffused_best_s"] == pytest.approx(min(valid))
+    assert row["diffused_from_trial_id"] in rep_trial_ids
+
+
+def test_control_requests_take_effect_at_the_next_round(steered, layout) -> None:
+    run, store, applied_at = steered
+    _, conv = layout
+    member_b, member_c = conv.followers()
+    # Skip: nothing measured for B after the round in which it was requested.
+    assert max(t["round"] for t in trials_of(store, run.session_id, member_b)) == applied_at["skip"]
+    assert rows_by_index(store, run.session_id)[member_b]["status"] == "skipped"
+    # Move to a singleton: C got its own cluster and was never diffused.
+    assert rows_by_index(store, run.session_id)[member_c]["cluster_key"] == f"single:{member_c}"
+    c_trials = trials_of(store, run.session_id, member_c)
+    assert c_trials and all(t["origin"] == "evolved" for t in c_trials)
+    kinds = [(e["kind"], e["message"]) for e in store.events(run.session_id)]
+    assert ("info", "paused") in kinds and ("info", "resumed") in kinds
+    assert any(k == "control" and "skip" in m for k, m in kinds)
+    assert any(k == "control" and "move" in m for k, m in kinds)
+    assert run.paused_s >= 0.9  # paused time is not counted as tuning time
+    assert store.session(run.session_id)["status"] == "completed"
+
+
+def test_budget_and_metrics(steered, layout) -> None:
+    run, store, _ = steered
+    prepared, _ = layout
+    assert store.session(run.session_id)["trials_done"] <= SETTINGS.trials_per_task * len(prepared.tasks)
+    metrics = store.cost_model_metrics(run.session_id)
+    assert metrics and all(0.0 <= (m["pairwise_accuracy"] or 0.0) <= 1.0 for m in metrics)
+
+
+def test_stop_then_resume_continues_the_session(tmp_path: Path, conv_cluster_model: Path, host) -> None:
+    control = TuningControl()
+
+    def stop_after_two_rounds(event) -> None:
+        if isinstance(event, RoundFinished) and event.round == 2:
+            control.stop()
+
+    db = tmp_path / "stop.db"
+    first = run_session(conv_cluster_model, db, host, SETTINGS, [stop_after_two_rounds], control=control)
+    store = RecordStore(db)
+    assert store.session(first.session_id)["status"] == "stopped"
+    before = [(t["id"], t["round"], t["trace"]) for t in store.trials(first.session_id)]
+    assert {r for _, r, _ in before} == {1, 2}
+    second = run_session(conv_cluster_model, db, host, SETTINGS)
+    assert second.session_id == first.session_id and second.resumed
+    after = [(t["id"], t["round"], t["trace"]) for t in RecordStore(db).trials(first.session_id)]
+    assert after[: len(before)] == before
+    assert min(r for _, r, _ in after[len(before) :]) == 3
+    assert RecordStore(db).session(first.session_id)["status"] == "completed"
+    events = [e["message"] for e in RecordStore(db).events(first.session_id)]
+    assert any("cost model retrained" in m for m in events)

@@ -1,0 +1,60 @@
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tvm.s_tir import meta_schedule as ms
+
+from bcd_core.cost_model.metrics import batch_metrics, pairwise_accuracy, spearman, topk_recall
+from bcd_core.cost_model.xgb import SharedXGBModel, aggregate_features
+from bcd_core.model_import import import_model
+from bcd_core.tasks import extract_tasks
+
+
+def test_ranking_metrics() -> None:
+    measured = [1.0, 2.0, 3.0, 4.0]
+    assert pairwise_accuracy([10, 20, 30, 40], measured) == 1.0
+    assert pairwise_accuracy([40, 30, 20, 10], measured) == 0.0
+    assert spearman([1, 2, 3, 4], measured) == pytest.approx(1.0)
+    assert spearman([4, 3, 2, 1], measured) == pytest.approx(-1.0)
+    assert topk_recall([0, 0, 0, 9], measured, k=1) == 1.0
+    assert topk_recall([9, 0, 0, 0], measured, k=1) == 0.0
+    assert pairwise_accuracy([1, 2], [5, 5]) is None  # no ordered pair
+    assert batch_metrics([1, 2, 3], [1, 2, 3])["samples"] == 3
+
+
+def test_aggregate_features_shape() -> None:
+    per_store = np.arange(2 * 164, dtype=float).reshape(2, 164)
+    out = aggregate_features(per_store)
+    assert out.shape == (329,) and out[-1] == 2
+    assert aggregate_features(np.zeros((0, 164))).shape == (329,)
+
+
+def test_shared_model_learns_and_fine_tunes(tiny_convnet: Path, host) -> None:
+    task = next(t for t in extract_tasks(import_model(tiny_convnet).relax_mod, host) if "conv2d" in t.name)
+    context = ms.TuneContext(
+        mod=task.mod, target=host, space_generator="post-order-apply", search_strategy="evolutionary", num_threads=1
+    )
+    strategy = ms.search_strategy.EvolutionarySearch(population_size=16, init_min_unmeasured=16)
+    candidates = []
+    context.search_strategy = strategy
+    context.pre_tuning(
+        max_trials=32,
+        num_trials_per_iter=16,
+        design_spaces=context.generate_design_space(),
+        database=ms.database.MemoryDatabase(),
+        cost_model=ms.cost_model.RandomModel(),
+    )
+    candidates = list(context.generate_measure_candidates())
+    assert len(candidates) >= 8
+    model = SharedXGBModel(num_threads=1, seed=0)
+    features = model.featurize(context, candidates)
+    # A synthetic, learnable target over real features: latency grows with one feature.
+    column = int(np.argmax(features.std(axis=0)))
+    latencies = list(1e-4 * (1.0 + features[:, column] - features[:, column].min()))
+    model.pretrain(context, candidates, latencies)
+    model.train_full()
+    predicted = model.predict(context, candidates)
+    assert pairwise_accuracy(predicted, [1 / lat for lat in latencies]) > 0.8
+    before = model.finetunings
+    model.finetune(range(0, len(candidates)))
+    assert model.finetunings == before + 1 and model.booster is not None
