@@ -37,6 +37,7 @@ class StrategyResult:
     elapsed_s: float
     final_estimate_s: float | None
     measured_latency_ms: float | None
+    bookkeeping_s: float  # store writes, metrics, events, scheduling decisions
     timeline: list[tuple[float, float]]  # (elapsed s, estimated latency s) where defined
 
 
@@ -121,6 +122,7 @@ def run_bench(
             elapsed_s=float(session["elapsed_s"] or 0.0),
             final_estimate_s=session["estimated_latency_s"],
             measured_latency_ms=measured,
+            bookkeeping_s=float(session.get("bookkeeping_s") or 0.0),
             timeline=session_timeline(store, run.session_id),
         )
     assert prepared_inputs is not None and onnx_model is not None
@@ -202,13 +204,14 @@ def format_report(report: BenchReport) -> str:
     lines = [
         f"model {report.model}, target {report.target}, {report.trials_per_task} trials/task, "
         f"{report.trials_per_round} per round",
-        f"{'strategy':<14}{'trials':>8}{'time':>11}{'final est.':>13}{'measured':>12}",
+        f"{'strategy':<14}{'trials':>8}{'time':>11}{'final est.':>13}{'measured':>12}{'bookkeeping':>13}",
     ]
     for name, result in report.results.items():
         measured = "n/a" if result.measured_latency_ms is None else f"{result.measured_latency_ms:.3f} ms"
+        share = result.bookkeeping_s / result.elapsed_s if result.elapsed_s else 0.0
         lines.append(
             f"{name:<14}{result.trials:>8}{minutes(result.elapsed_s):>11}{ms(result.final_estimate_s):>13}"
-            f"{measured:>12}"
+            f"{measured:>12}{share:>12.2%}"
         )
     lines.append(f"onnxruntime ({report.threads} threads): {report.onnxruntime_ms:.3f} ms")
     lines.append(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
 import time
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 from bcd_core import __version__
 from bcd_core.errors import BcdError
+from bcd_core.tuning.control import TuningControl
 
 DEFAULT_RUNS_DIR = Path("runs")
 log = logging.getLogger("bcd")
@@ -221,6 +223,19 @@ def default_db_path(model: str) -> Path:
     return DEFAULT_RUNS_DIR / f"{Path(model).stem}.db"
 
 
+def _graceful_interrupt(control: TuningControl) -> Any:
+    """First Ctrl-C: stop at the next round boundary (the batch in flight is saved).
+    Second Ctrl-C: stop now (that batch is lost)."""
+
+    def handler(signum: int, frame: Any) -> None:
+        if control.stop_requested:
+            raise KeyboardInterrupt
+        control.stop()
+        print("\nstopping after the batch in flight (Ctrl-C again to stop now)", file=sys.stderr)
+
+    return handler
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     from bcd_core.target import parse_target
     from bcd_core.tuning.session import run_session
@@ -229,10 +244,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
     target = parse_target(args.target)
     db_path = Path(args.db) if args.db else default_db_path(args.model)
     print(f"records: {db_path}", file=sys.stderr)
+    control = TuningControl()
+    previous = signal.signal(signal.SIGINT, _graceful_interrupt(control))
     try:
-        run = run_session(args.model, db_path, target, settings, [ProgressBar()], new_session=args.new_session)
+        run = run_session(args.model, db_path, target, settings, [ProgressBar()], args.new_session, control)
     except KeyboardInterrupt:
         print("\ninterrupted: every finished round is saved; run the same command again to resume", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if control.stop_requested:
+        print("stopped: every finished round is saved; run the same command again to resume", file=sys.stderr)
         return 130
     if args.out:
         return export_session(db_path, run.session_id, Path(args.out), model=args.model, check=not args.no_check)

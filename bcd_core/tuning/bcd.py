@@ -1,11 +1,12 @@
 """The Bayesian Code Diffusion strategy on MetaSchedule (bcd-algorithm.md sections 3-6).
 
 Phase 1 tunes each cluster's representative (clusters in priority order) for
-min(|cluster|, 10) rounds. Phase 2 gives every member one diffusion round: the
-representative's current best programs, remapped to the member, restricted to the matching
-sketch, measured first; the member's search then continues from them with fewer
-generations. Phase 3 spends the rest of the budget where the estimated model latency gains
-most. One shared XGBoost model learns from every measurement.
+min(|cluster|, 10) rounds. Phase 2 gives every member a diffusion round (the
+representative's current best programs, remapped to the member and measured first) and a
+seeded round (an evolutionary search from them, restricted to the matching sketch, with
+fewer generations, half a representative's batch). Phase 3 spends the rest of the budget
+where the estimated model latency should drop most, with MetaSchedule's standard search over
+each task's full design space. One shared XGBoost model learns from every measurement.
 
 MetaSchedule's C++ task scheduler still runs the loop (builder, runner, callbacks); this
 module decides which task goes next (`BcdScheduler.next_task_id`) and what a member measures
@@ -37,6 +38,7 @@ UNLIMITED = 10**9
 GRADIENT_WINDOW = 3
 SINGLETON_PREFIX = "single:"
 STOCK_GENERATIONS = 4  # EvolutionarySearch's default genetic_num_iters
+MEMBER_ROUNDS = 2  # phase 2 per member: the diffusion round, then one seeded round
 
 
 class BcdPlan:
@@ -55,6 +57,7 @@ class BcdPlan:
         self.sketches: dict[int, list[Any]] = {}
         self.searches: dict[int, BcdSearch] = {}
         self.exhausted: set[int] = set()
+        self.fallbacks: set[int] = set()
         self.last_choice: int | None = None
         self.clusters: list[Cluster] = []  # filled by recluster()
         self._restore_from_store()
@@ -74,6 +77,7 @@ class BcdPlan:
         for row in self.run.store.tasks(self.run.session_id):
             if row["fallback"]:
                 self.diffused_from.setdefault(row["idx"], set())
+                self.fallbacks.add(row["idx"])
 
     def _task_index_of_row(self, row_id: int) -> int:
         for index, candidate in self.run.task_row_ids.items():
@@ -168,6 +172,13 @@ class BcdPlan:
         cluster = self.cluster_of(task_index)
         return cluster.size > 1 and task_index != cluster.representative and task_index not in self.diffused_from
 
+    def in_phase_two(self, task_index: int) -> bool:
+        """A member before its diffusion round and its seeded round are done."""
+        cluster = self.cluster_of(task_index)
+        if cluster.size < 2 or task_index == cluster.representative or task_index in self.fallbacks:
+            return False
+        return self.needs_diffusion(task_index) or self.run.rounds_per_task.get(task_index, 0) < MEMBER_ROUNDS
+
     def next_task(self) -> int | None:
         run = self.run
         if run.trials_done >= self.total_budget:
@@ -178,12 +189,12 @@ class BcdPlan:
             rep = cluster.representative
             if cluster.size > 1 and self.available(rep) and rounds.get(rep, 0) < self.representative_rounds(cluster):
                 return rep
-        # Phase 2: one diffusion round per member; singletons get their first round.
+        # Phase 2: diffusion and seeded rounds per member; singletons get their first round.
         for cluster in self.clusters:
             for index in cluster.members:
                 if not self.available(index):
                     continue
-                if self.needs_diffusion(index) or (cluster.size == 1 and rounds.get(index, 0) == 0):
+                if self.in_phase_two(index) or (cluster.size == 1 and rounds.get(index, 0) == 0):
                     return index
         # Phase 3: where the estimated model latency should drop most.
         candidates = [t.index for t in run.tasks if self.available(t.index)]
@@ -232,7 +243,8 @@ class BcdPlan:
         if result.matched_sketch is None:
             self.fallback(task_index, cluster)
             return None
-        self.searches[task_index].restrict_to(result.matched_sketch)
+        if received is None:  # first diffusion: the seeded round searches the matched sketch only
+            self.searches[task_index].restrict_to(result.matched_sketch)
         for program in result.programs:
             key = int(tvm_ffi.structural_hash(program.schedule.mod))
             self.run.provenance[key] = (program.source_trial_id, program.adaptation)
@@ -249,6 +261,7 @@ class BcdPlan:
     def fallback(self, task_index: int, cluster: Cluster) -> None:
         task = self.run.tasks[task_index]
         rep = self.run.tasks[cluster.representative]
+        self.fallbacks.add(task_index)
         self.run.store.update_task(self.run.task_row_ids[task_index], fallback=1, status="fallback")
         self.searches[task_index].search_full_space()
         self.run.message(
@@ -271,7 +284,7 @@ class BcdPlan:
                     )
             return
         cluster = self.cluster_of(task_index)
-        in_phase_three = not self.needs_diffusion(task_index) and (
+        in_phase_three = not self.in_phase_two(task_index) and (
             task_index != cluster.representative
             or self.run.rounds_per_task.get(task_index, 0) > self.representative_rounds(cluster)
         )
@@ -293,6 +306,7 @@ class BcdSearch(ms.search_strategy.PySearchStrategy):
         self.context: ms.TuneContext | None = None
         self.tuning_args: dict[str, Any] = {}
         self.seed_batch_out = False
+        self.restricted = False
 
     def _new_inner(self) -> ms.search_strategy.EvolutionarySearch:
         settings = self.plan.settings
@@ -317,12 +331,14 @@ class BcdSearch(ms.search_strategy.PySearchStrategy):
         self.inner.pre_tuning(max_trials, num_trials_per_iter, design_spaces, database, cost_model)
 
     def restrict_to(self, sketch_index: int) -> None:
-        """Search only the member's sketch that matches the prior."""
-        self._restart([self.plan.sketches[self.task_index][sketch_index]], self.generations)
+        """Search only the member's sketch that matches the prior, with the member's generations."""
+        self._restart([self.plan.sketches[self.task_index][sketch_index]], self.plan.settings.member_generations)
+        self.restricted = True
 
     def search_full_space(self) -> None:
-        """Fallback: no diffusion, so search like a representative (full space, stock generations)."""
+        """Full design space, stock generations: for phase 3, and for members that fell back."""
         self._restart(self.plan.sketches[self.task_index], STOCK_GENERATIONS)
+        self.restricted = False
 
     def _restart(self, design_spaces: list[Any], generations: int) -> None:
         """A fresh inner search over `design_spaces` (post_tuning + pre_tuning). Records
@@ -342,18 +358,23 @@ class BcdSearch(ms.search_strategy.PySearchStrategy):
         self.inner.post_tuning()
 
     def generate_measure_candidates(self) -> list[ms.MeasureCandidate] | None:
-        count = max(1, self.plan.settings.batch_size // 2)  # a member's round is half a representative's
-        seeds = self.plan.diffusion_batch(self.task_index, count)
+        plan = self.plan
+        half = max(1, plan.settings.batch_size // 2)  # a member's round is half a representative's
+        seeds = plan.diffusion_batch(self.task_index, half)
         if seeds:
             self.seed_batch_out = True
             return seeds
         self.seed_batch_out = False
+        seeded_round = plan.in_phase_two(self.task_index)
+        if not seeded_round and self.restricted:
+            self.search_full_space()  # phase 3: MetaSchedule's standard search, from all records
         candidates = self.inner.generate_measure_candidates()
         if candidates is None:
-            self.plan.exhausted.add(self.task_index)
+            plan.exhausted.add(self.task_index)
             return None
-        left = self.plan.total_budget - self.plan.run.trials_done
-        return list(candidates)[: max(1, left)]  # do not overshoot the budget
+        left = plan.total_budget - plan.run.trials_done
+        limit = min(half, left) if seeded_round else left
+        return list(candidates)[: max(1, limit)]  # and never overshoot the budget
 
     def notify_runner_results(self, measure_candidates, results) -> None:
         if not self.seed_batch_out:  # seeds did not come from the inner search

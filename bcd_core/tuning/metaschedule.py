@@ -4,6 +4,8 @@ scheduler), with this project's builder, store and 2-core settings."""
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from tvm.s_tir import meta_schedule as ms
 
@@ -20,6 +22,15 @@ def evolutionary_search(run: TuningRun, genetic_num_iters: int = 4) -> ms.search
     )
 
 
+@contextmanager
+def _stoppable(run: TuningRun) -> Iterator[None]:
+    try:
+        yield
+    except Exception:
+        if not run.stopped_from_callback:  # a real failure, not the user's stop
+            raise
+
+
 def tune_stock(run: TuningRun) -> None:
     """Global budget (trials per task x tasks), no per-task cap: what `tune_relax` does."""
     budget_left = run.trials_total - run.trials_done
@@ -29,7 +40,8 @@ def tune_stock(run: TuningRun) -> None:
     contexts = [run.make_context(task, evolutionary_search(run)) for task in pending]
     run.cost_model = ms.cost_model.CostModel.create("xgb", num_tuning_cores=host_core_count(), tree_method="auto")
     recorder = RecordTrials(run, [task.index for task in pending])
-    with tempfile.TemporaryDirectory(prefix="bcd-ms-") as work_dir:
+    run.control_in_callback = True
+    with tempfile.TemporaryDirectory(prefix="bcd-ms-") as work_dir, _stoppable(run):
         ms.tune_tasks(
             tasks=contexts,
             task_weights=[float(task.weight) for task in pending],

@@ -132,6 +132,10 @@ class TuningRun:
         # Diffused candidates by module hash: (source trial id, adaptation), for provenance.
         self.provenance: dict[int, tuple[int | None, str]] = {}
         self.batch_hooks: list[Any] = []  # called as hook(task_index, trials, trial_ids)
+        # Strategies whose scheduler cannot be steered (stock MetaSchedule's C++ one) honour
+        # pause and stop from the measure callback instead.
+        self.control_in_callback = False
+        self.stopped_from_callback = False
 
     # -- session identity -----------------------------------------------------------------
     def _open_session(self, new_session: bool) -> tuple[int, bool]:
@@ -278,6 +282,19 @@ class TuningRun:
             self._record_batch(task_index, candidates, builder_results, runner_results)
         finally:
             self.bookkeeping_s += time.perf_counter() - started
+        if self.control_in_callback:
+            self._honour_control()
+
+    def _honour_control(self) -> None:
+        if self.control.paused and not self.control.stop_requested:
+            self.message("info", "paused")
+            self.paused_s += self.control.wait_while_paused()
+            if not self.control.stop_requested:
+                self.message("info", "resumed")
+        if self.control.stop_requested:
+            self.message("info", "stopped by the user after a saved batch")
+            self.stopped_from_callback = True
+            raise StopTuning  # aborts tune_tasks; batches not yet joined were never committed
 
     def _record_batch(self, task_index: int, candidates: list, builder_results: list, runner_results: list) -> None:
         task = self.tasks[task_index]
@@ -362,6 +379,10 @@ class TuningRun:
                 elapsed_s=elapsed,
             )
         )
+
+
+class StopTuning(Exception):
+    """Raised from a measure callback to end a stock MetaSchedule tune early."""
 
 
 @derived_object
