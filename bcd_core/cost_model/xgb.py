@@ -56,7 +56,9 @@ class SharedXGBModel(ms.cost_model.PyCostModel):
     ) -> None:
         super().__init__()
         self.params = {
-            "objective": "reg:squarederror",
+            # Only the order of candidates of one task matters to the search: learn rankings
+            # within each task (one query group per task) rather than absolute scores.
+            "objective": "rank:pairwise",
             "max_depth": 6,
             "eta": 0.2,
             "min_child_weight": 0,
@@ -105,17 +107,26 @@ class SharedXGBModel(ms.cost_model.PyCostModel):
         self.task_keys.extend([task_key] * len(latencies))
         return range(start, len(self.latencies))
 
+    def _grouped(self, indices: Sequence[int]) -> xgb.DMatrix:
+        """Samples sorted by task with one ranking group per task, as rank:pairwise needs."""
+        ordered = sorted(indices, key=lambda i: self.task_keys[i])
+        data = xgb.DMatrix(np.stack([self.features[i] for i in ordered]), label=self._labels(ordered))
+        sizes: dict[str, int] = {}
+        for i in ordered:
+            sizes[self.task_keys[i]] = sizes.get(self.task_keys[i], 0) + 1
+        data.set_group(list(sizes.values()))
+        return data
+
     def train_full(self) -> None:
         if not any(lat is not None for lat in self.latencies):
             return
-        indices = range(len(self.latencies))
-        data = xgb.DMatrix(np.stack(self.features), label=self._labels(indices))
+        data = self._grouped(range(len(self.latencies)))
         self.booster = xgb.train(self.params, data, num_boost_round=self.full_rounds)
         self.updates_since_full = 0
         self.full_trainings += 1
 
     def finetune(self, new: range) -> None:
-        data = xgb.DMatrix(np.stack([self.features[i] for i in new]), label=self._labels(new))
+        data = self._grouped(new)
         self.booster = xgb.train(self.params, data, num_boost_round=self.finetune_rounds, xgb_model=self.booster)
         self.updates_since_full += 1
         self.finetunings += 1

@@ -31,12 +31,10 @@ def test_aggregate_features_shape() -> None:
 
 def test_shared_model_learns_and_fine_tunes(tiny_convnet: Path, host) -> None:
     task = next(t for t in extract_tasks(import_model(tiny_convnet).relax_mod, host) if "conv2d" in t.name)
-    context = ms.TuneContext(
-        mod=task.mod, target=host, space_generator="post-order-apply", search_strategy="evolutionary", num_threads=1
-    )
     strategy = ms.search_strategy.EvolutionarySearch(population_size=16, init_min_unmeasured=16)
-    candidates = []
-    context.search_strategy = strategy
+    context = ms.TuneContext(
+        mod=task.mod, target=host, space_generator="post-order-apply", search_strategy=strategy, num_threads=1
+    )
     context.pre_tuning(
         max_trials=32,
         num_trials_per_iter=16,
