@@ -60,8 +60,10 @@ class BcdPlan:
         self.fallbacks: set[int] = set()
         self.last_choice: int | None = None
         self.clusters: list[Cluster] = []  # filled by recluster()
+        self.phase_one_scale = 1.0
         self._restore_from_store()
         self.recluster()
+        self.fit_phase_one_to_budget()
         run.batch_hooks.append(self.after_batch)
 
     # -- clusters ---------------------------------------------------------------------------
@@ -113,7 +115,27 @@ class BcdPlan:
         return cluster_of(self.clusters, task_index)
 
     def representative_rounds(self, cluster: Cluster) -> int:
-        return min(cluster.size, self.settings.representative_round_cap)
+        wanted = min(cluster.size, self.settings.representative_round_cap)
+        return max(1, min(wanted, int(wanted * self.phase_one_scale)))
+
+    def fit_phase_one_to_budget(self) -> None:
+        """min(|C|, 10) full rounds per representative can exceed a small budget before any
+        member is measured (then the model has no estimate at all). Phase 2 is reserved
+        first; phase 1 may use at most half of what is left, scaled evenly."""
+        batch = self.settings.batch_size
+        half = max(1, batch // 2)
+        phase_two = sum(MEMBER_ROUNDS * half * (c.size - 1) if c.size > 1 else batch for c in self.clusters)
+        wanted = sum(min(c.size, self.settings.representative_round_cap) * batch for c in self.clusters if c.size > 1)
+        allowed = max(0.0, (self.total_budget - phase_two) / 2)
+        self.phase_one_scale = 1.0 if wanted <= allowed or wanted == 0 else allowed / wanted
+        if self.phase_one_scale < 1.0:
+            self.run.message(
+                "warning",
+                f"the budget ({self.total_budget} trials) cannot pay min(|cluster|, "
+                f"{self.settings.representative_round_cap}) rounds per representative ({wanted} trials) and "
+                f"still reach every member; representatives get {self.phase_one_scale:.0%} of those rounds "
+                "(at least one). Raise --trials-per-task for the full schedule",
+            )
 
     # -- the prior ------------------------------------------------------------------------
     def prior(self, representative: int) -> list[tuple[int, Trace]]:

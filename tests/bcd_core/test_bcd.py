@@ -13,7 +13,7 @@ from bcd_core.tuning.events import RoundFinished
 from bcd_core.tuning.session import prepare_model, run_session
 from bcd_core.tuning.settings import TuneSettings
 
-SETTINGS = TuneSettings(strategy="bcd", trials_per_task=6, trials_per_round=4, representative_round_cap=2)
+SETTINGS = TuneSettings(strategy="bcd", trials_per_task=8, trials_per_round=4, representative_round_cap=2)
 
 
 @pytest.fixture(scope="module")
