@@ -49,9 +49,8 @@ def mlp(path: Path, sizes: tuple[int, ...] = (16, 32, 24, 8), batch: int = 1, dy
     return _save(graph, path)
 
 
-def convnet(path: Path, channels: tuple[int, ...] = (3, 8, 16), size: int = 12) -> Path:
-    """Conv + Relu layers with different channel counts (one operator cluster)."""
-    rng = np.random.default_rng(1)
+def _conv_relu_layers(rng: np.random.Generator, channels: tuple[int, ...]) -> tuple[list, list, str]:
+    """3x3 Conv (padding 1) + Relu per channel step, from input "x"; returns the last output name."""
     nodes, inits = [], []
     current = "x"
     for i, (c_in, c_out) in enumerate(zip(channels, channels[1:])):
@@ -61,6 +60,12 @@ def convnet(path: Path, channels: tuple[int, ...] = (3, 8, 16), size: int = 12) 
             helper.make_node("Relu", [f"c{i}"], [f"r{i}"]),
         ]
         current = f"r{i}"
+    return nodes, inits, current
+
+
+def convnet(path: Path, channels: tuple[int, ...] = (3, 8, 16), size: int = 12) -> Path:
+    """Conv + Relu layers with different channel counts (one operator cluster)."""
+    nodes, inits, current = _conv_relu_layers(np.random.default_rng(1), channels)
     nodes.append(helper.make_node("Identity", [current], ["y"]))
     graph = helper.make_graph(
         nodes,
@@ -85,16 +90,7 @@ def unsupported_op(path: Path) -> Path:
 
 def convnet_pool(path: Path, channels: tuple[int, ...] = (3, 8, 12, 16), size: int = 10) -> Path:
     """Three conv layers of different widths (one cluster) and a global average pool."""
-    rng = np.random.default_rng(2)
-    nodes, inits = [], []
-    current = "x"
-    for i, (c_in, c_out) in enumerate(zip(channels, channels[1:])):
-        inits += [_weight(rng, f"w{i}", (c_out, c_in, 3, 3)), _weight(rng, f"b{i}", (c_out,))]
-        nodes += [
-            helper.make_node("Conv", [current, f"w{i}", f"b{i}"], [f"c{i}"], pads=[1, 1, 1, 1]),
-            helper.make_node("Relu", [f"c{i}"], [f"r{i}"]),
-        ]
-        current = f"r{i}"
+    nodes, inits, current = _conv_relu_layers(np.random.default_rng(2), channels)
     nodes.append(helper.make_node("GlobalAveragePool", [current], ["y"]))
     graph = helper.make_graph(
         nodes,
