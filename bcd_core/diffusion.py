@@ -10,7 +10,7 @@ program; anything that fails is dropped.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -231,6 +231,3 @@ def diffuse(
                     programs.append(DiffusedProgram(sch, source_id, label))
                 break
     return DiffusionResult(programs[:count], matched, attempted, rejected)
-
-
-PriorProvider = Callable[[], list[tuple[int | None, Trace]]]

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tvm
 import tvm_ffi
 from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
@@ -200,9 +199,6 @@ class TuningRun:
     def elapsed(self) -> float:
         """Session time: earlier runs plus this one, including import and extraction."""
         return self._elapsed_offset + (time.perf_counter() - self._process_start) - self.paused_s
-
-    def remaining(self, task_index: int) -> int:
-        return max(0, self.settings.trials_per_task - self.trial_counts.get(task_index, 0))
 
     @property
     def trials_done(self) -> int:
@@ -445,6 +441,3 @@ def run_session(
     finally:
         run.finish(status)
     return run
-
-
-__all__ = ["PreparedModel", "TuningRun", "prepare_model", "run_session", "estimated_latency", "tvm"]
