@@ -322,15 +322,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace, compare: bool = True) -> int:
     from bcd_core.export import check_library
-    from bcd_core.model_import import graph_inputs, load_onnx, parse_input_shapes
+    from bcd_core.model_import import load_onnx, parse_input_shapes, static_inputs
 
     model = load_onnx(args.onnx)
     overrides = parse_input_shapes(args.input_shape)
-    specs = graph_inputs(model)
-    from bcd_core.model_import import _apply_shapes, _check_static
-
-    specs = _apply_shapes(specs, overrides)
-    _check_static(specs)
+    specs = static_inputs(model, overrides)
     report = check_library(
         args.module, specs, model if compare else None, runs=args.runs, tolerance=args.tolerance, device=args.device
     )

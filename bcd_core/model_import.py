@@ -154,6 +154,13 @@ def _check_static(inputs: list[InputSpec]) -> None:
             raise ModelLoadError(f"input '{spec.name}' has an element type bcd cannot feed ({spec.dtype})")
 
 
+def static_inputs(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None) -> list[InputSpec]:
+    """The model's inputs with the user's shape overrides, all static (else a clear error)."""
+    inputs = _apply_shapes(graph_inputs(model), input_shapes or {})
+    _check_static(inputs)
+    return inputs
+
+
 def import_model(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> ImportedModel:
     """Load, validate and import an ONNX model into Relax (weights bound as constants)."""
     path = Path(path)
@@ -161,8 +168,7 @@ def import_model(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | No
     missing = unsupported_operators(model)
     if missing:
         raise UnsupportedOperatorError(missing)
-    inputs = _apply_shapes(graph_inputs(model), input_shapes or {})
-    _check_static(inputs)
+    inputs = static_inputs(model, input_shapes)
     from tvm.relax.frontend.onnx import from_onnx
 
     try:

@@ -72,20 +72,15 @@ class BcdPlan:
         for row in self.run.store.tasks(self.run.session_id):
             if row["status"] == "skipped":
                 self.skipped.add(row["idx"])
+        index_of_row = {row_id: index for index, row_id in self.run.task_row_ids.items()}
         for trial in self.run.store.trials(self.run.session_id):
             if trial["origin"] == "diffused" and trial["source_trial_id"] is not None:
-                index = self._task_index_of_row(trial["task_id"])
+                index = index_of_row[trial["task_id"]]
                 self.diffused_from.setdefault(index, set()).add(trial["source_trial_id"])
         for row in self.run.store.tasks(self.run.session_id):
             if row["fallback"]:
                 self.diffused_from.setdefault(row["idx"], set())
                 self.fallbacks.add(row["idx"])
-
-    def _task_index_of_row(self, row_id: int) -> int:
-        for index, candidate in self.run.task_row_ids.items():
-            if candidate == row_id:
-                return index
-        raise KeyError(row_id)
 
     def recluster(self) -> None:
         # Keep representatives that were already chosen (moving a member out must not
