@@ -22,6 +22,7 @@ from bcd_core.errors import MissingRecordError
 from bcd_core.export import compile_tuned, export_library, run_library, run_onnxruntime
 from bcd_core.model_import import random_inputs
 from bcd_core.records.store import RecordStore
+from bcd_core.session_view import first_time_at_or_below, session_timeline
 from bcd_core.target import describe_target, host_core_count
 from bcd_core.tuning.events import Listener
 from bcd_core.tuning.session import run_session
@@ -60,13 +61,6 @@ class BenchReport:
         return asdict(self)
 
 
-def first_time_at_or_below(timeline: Sequence[tuple[float, float]], level: float) -> float | None:
-    for elapsed, estimate in timeline:
-        if estimate <= level * (1 + 1e-9):
-            return elapsed
-    return None
-
-
 def speedup_at_equal_latency(
     baseline: Sequence[tuple[float, float]], bcd: Sequence[tuple[float, float]]
 ) -> tuple[float | None, float | None, float | None, float | None]:
@@ -78,14 +72,6 @@ def speedup_at_equal_latency(
     t_d = first_time_at_or_below(bcd, final)
     speedup = t_b / t_d if t_b is not None and t_d else None
     return final, t_b, t_d, speedup
-
-
-def session_timeline(store: RecordStore, session_id: int) -> list[tuple[float, float]]:
-    return [
-        (row["elapsed_s"], row["estimated_latency_s"])
-        for row in store.timeline(session_id)
-        if row["estimated_latency_s"] is not None
-    ]
 
 
 def run_bench(

@@ -13,35 +13,11 @@ from typing import Any
 
 from bcd_core import __version__
 from bcd_core.errors import BcdError
+from bcd_core.formatting import format_duration, format_flops, format_latency
 from bcd_core.tuning.control import TuningControl
 
 DEFAULT_RUNS_DIR = Path("runs")
 log = logging.getLogger("bcd")
-
-
-# -- formatting helpers -------------------------------------------------------------------
-def format_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "--:--"
-    seconds = int(round(seconds))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
-
-
-def format_latency(seconds: float | None) -> str:
-    if seconds is None:
-        return "n/a"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.3f} ms"
-    return f"{seconds * 1e6:.1f} us"
-
-
-def format_flops(flops: float) -> str:
-    for unit, scale in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
-        if flops >= scale:
-            return f"{flops / scale:.2f}{unit}"
-    return f"{flops:.0f}"
 
 
 def table(headers: list[str], rows: list[list[Any]]) -> str:
@@ -273,35 +249,15 @@ def _session_for_export(store: Any, session_id: int | None) -> dict[str, Any]:
 def export_session(
     db_path: Path, session_id: int | None, out: Path, model: str | None, check: bool, runs: int = 20
 ) -> int:
-    from tvm.target import Target
-
-    from bcd_core.export import check_library, compile_tuned, export_library, target_device
-    from bcd_core.model_import import file_sha256, import_model
-    from bcd_core.records.database import SqliteDatabase
+    from bcd_core.export import export_tuned_session
     from bcd_core.records.store import RecordStore
-    from bcd_core.target import target_key
 
     store = RecordStore(db_path, create=False)
     session = _session_for_export(store, session_id)
-    model_path = Path(model) if model else Path(session["model_path"])
-    if not model_path.is_file():
-        raise BcdError(f"the session's model {model_path} is gone; pass its new location with --model")
-    if file_sha256(model_path) != session["model_hash"]:
-        raise BcdError(f"{model_path} is not the model session {session['id']} tuned (its contents differ)")
-    settings = json.loads(session["settings"])
-    shapes = {k: tuple(v) for k, v in settings.get("input_shapes", {}).items()}
-    target = Target(json.loads(session["target"]))
-    imported = import_model(model_path, shapes)
-    database = SqliteDatabase(store, target_key(target))
-    say = lambda text: print(text, file=sys.stderr)  # noqa: E731
-    executable = compile_tuned(database, imported.relax_mod, target, say)
-    export_library(executable, out)
-    say(f"exported {out} (session {session['id']}, {session['model_name']})")
-    if not check:
-        return 0
-    device = target_device(target)
-    report = check_library(out, imported.inputs, imported.onnx_model, runs=runs, device=device)
-    return print_check(report)
+    say = lambda step, total, text: print(text, file=sys.stderr)  # noqa: E731
+    result = export_tuned_session(store, session["id"], out, model, check=check, runs=runs, progress=say)
+    print(f"exported {result.path} (session {session['id']}, {session['model_name']})", file=sys.stderr)
+    return 0 if result.check is None else print_check(result.check)
 
 
 def print_check(report: Any) -> int:
@@ -318,6 +274,17 @@ def cmd_export(args: argparse.Namespace) -> int:
     return export_session(
         Path(args.db), args.session, Path(args.out), args.model, check=not args.no_check, runs=args.runs
     )
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from bcd_core.records.store import RecordStore
+    from bcd_core.report import write_report
+
+    store = RecordStore(args.db, create=False)
+    session = _session_for_export(store, args.session)
+    files = write_report(store, session["id"], args.out)
+    print(f"report: {files.html}\nrecords: {files.trials_csv}, {files.tasks_csv}, {files.json}")
+    return 0
 
 
 def cmd_check(args: argparse.Namespace, compare: bool = True) -> int:
@@ -433,6 +400,12 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--no-check", action="store_true", help="skip the check against onnxruntime")
     export.add_argument("--runs", type=int, default=20)
     export.set_defaults(func=cmd_export)
+
+    report = sub.add_parser("report", help="write a session's HTML report with plots, and CSV/JSON records")
+    report.add_argument("--db", required=True)
+    report.add_argument("--out", required=True, help="folder for report.html, trials.csv, tasks.csv, report.json")
+    report.add_argument("--session", type=int, help="session id (default: the newest)")
+    report.set_defaults(func=cmd_report)
 
     for name, compare, text in (
         ("check", True, "run a compiled module and compare it with onnxruntime"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from collections.abc import Callable
@@ -17,9 +18,10 @@ from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
 
 from bcd_core.errors import BcdError, MissingRecordError
-from bcd_core.model_import import InputSpec, random_inputs
+from bcd_core.model_import import InputSpec, file_sha256, import_model, random_inputs
 from bcd_core.records.database import SqliteDatabase
-from bcd_core.target import host_core_count, is_gpu
+from bcd_core.records.store import RecordStore
+from bcd_core.target import host_core_count, is_gpu, target_key
 from bcd_core.tasks import extract_tasks
 from bcd_core.tvm_speedups import load_tensor_intrinsics
 
@@ -170,3 +172,62 @@ def check_library(
 
 def target_device(target: Target) -> str:
     return "cuda" if is_gpu(target) and target.kind.name == "cuda" else "cpu"
+
+
+def session_model_path(session: dict[str, Any], model: str | Path | None = None) -> Path:
+    """The ONNX file a session tuned (or `model` in its place), checked to be the same file."""
+    model_path = Path(model) if model else Path(session["model_path"])
+    if not model_path.is_file():
+        raise BcdError(f"the session's model {model_path} is gone; pass its new location with --model")
+    if file_sha256(model_path) != session["model_hash"]:
+        raise BcdError(f"{model_path} is not the model session {session['id']} tuned (its contents differ)")
+    return model_path
+
+
+def session_target(session: dict[str, Any]) -> Target:
+    return Target(json.loads(session["target"]))
+
+
+def session_input_shapes(session: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    settings = json.loads(session["settings"] or "{}")
+    return {k: tuple(v) for k, v in settings.get("input_shapes", {}).items()}
+
+
+@dataclass
+class ExportResult:
+    path: Path
+    session_id: int
+    check: CheckReport | None
+
+
+EXPORT_STEPS = 4  # import, compile, write, check
+
+
+def export_tuned_session(
+    store: RecordStore,
+    session_id: int,
+    out: str | Path,
+    model: str | Path | None = None,
+    check: bool = True,
+    runs: int = 20,
+    progress: Callable[[int, int, str], None] = lambda step, total, text: None,
+) -> ExportResult:
+    """Compile a session's model with its best records, write the shared library, and (with
+    `check`) run it against onnxruntime on the same random input. `progress(step, total, text)`
+    is called before each step."""
+    session = store.session(session_id)
+    model_path = session_model_path(session, model)
+    target = session_target(session)
+    progress(0, EXPORT_STEPS, f"importing {model_path.name}")
+    imported = import_model(model_path, session_input_shapes(session))
+    database = SqliteDatabase(store, target_key(target))
+    progress(1, EXPORT_STEPS, "compiling the tuned model")
+    executable = compile_tuned(database, imported.relax_mod, target)
+    progress(2, EXPORT_STEPS, f"writing {Path(out).name}")
+    path = export_library(executable, out)
+    report = None
+    if check:
+        progress(3, EXPORT_STEPS, "checking the module against onnxruntime")
+        report = check_library(path, imported.inputs, imported.onnx_model, runs=runs, device=target_device(target))
+    progress(EXPORT_STEPS, EXPORT_STEPS, f"exported {path.name}")
+    return ExportResult(path, session_id, report)

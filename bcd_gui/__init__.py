@@ -1,1 +1,1 @@
-"""Qt dashboard over bcd_core (views, item models and the worker bridge only)."""
+"""The bcd desktop dashboard: Qt views, item models and one worker bridge over bcd_core."""

@@ -1,10 +1,4 @@
-import sys
-
-
-def main() -> int:
-    print("The bcd dashboard is not built yet; use the `bcd` command line.", file=sys.stderr)
-    return 2
-
+from bcd_gui.app import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -36,3 +36,21 @@ def test_importing_the_engine_loads_no_qt() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+# The dashboard holds views only: tuning, compilation and cost models stay in bcd_core.
+ENGINE_ONLY_MODULES = ("tvm", "tvm_ffi", "xgboost", "onnx", "onnxruntime", "sqlite3", "sqlite_utils")
+GUI = CORE.parent / "bcd_gui"
+
+
+def test_gui_reaches_tvm_and_storage_only_through_the_engine() -> None:
+    offenders = []
+    for path in GUI.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0] in ENGINE_ONLY_MODULES]
+    assert offenders == []

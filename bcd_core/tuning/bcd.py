@@ -72,6 +72,8 @@ class BcdPlan:
         for row in self.run.store.tasks(self.run.session_id):
             if row["status"] == "skipped":
                 self.skipped.add(row["idx"])
+            if row["budget"] is not None and row["budget"] != self.settings.trials_per_task:
+                self.task_caps[row["idx"]] = row["budget"]  # a budget the user changed earlier
         index_of_row = {row_id: index for index, row_id in self.run.task_row_ids.items()}
         for trial in self.run.store.trials(self.run.session_id):
             if trial["origin"] == "diffused" and trial["source_trial_id"] is not None:
@@ -154,11 +156,11 @@ class BcdPlan:
             self.priority = list(args["order"])
             self.recluster()
         elif request.kind == "task_budget":
-            self.task_caps[args["task"]] = args["trials"]
+            self.set_task_cap(args["task"], args["trials"])
         elif request.kind == "cluster_budget":
             cluster = next((c for c in self.clusters if c.key == args["cluster"]), None)
             for index in cluster.members if cluster else []:
-                self.task_caps[index] = args["trials"]
+                self.set_task_cap(index, args["trials"])
         elif request.kind == "total_budget":
             self.total_budget = args["trials"]
         elif request.kind == "skip":
@@ -174,6 +176,10 @@ class BcdPlan:
         else:
             raise ValueError(f"unknown control request {request.kind}")
         self.run.message("control", f"applied {request.describe()}")
+
+    def set_task_cap(self, task_index: int, trials: int) -> None:
+        self.task_caps[task_index] = trials
+        self.run.store.update_task(self.run.task_row_ids[task_index], budget=trials)  # what viewers show
 
     def set_status(self, task_index: int, status: str) -> None:
         self.run.store.update_task(self.run.task_row_ids[task_index], status=status)

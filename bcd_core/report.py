@@ -1,0 +1,220 @@
+"""A session's report: one self-contained HTML page with plots, plus CSV and JSON records."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from bcd_core.records.store import RecordStore
+from bcd_core.session_view import (
+    SessionSnapshot,
+    baseline_for,
+    load_snapshot,
+    task_best_curve,
+)
+
+TRIAL_COLUMNS = ("id", "task", "round", "elapsed_s", "latency_s", "error", "origin", "source_trial_id", "adaptation")
+CURVES_IN_REPORT = 8  # the tasks that weigh most in the model latency
+
+
+@dataclass
+class ReportFiles:
+    html: Path
+    trials_csv: Path
+    tasks_csv: Path
+    json: Path
+
+
+def _png(figure: Any) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def _plots(store: RecordStore, snapshot: SessionSnapshot) -> dict[str, str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    images = {}
+    figure, axis = plt.subplots(figsize=(8, 4), dpi=100)
+    if snapshot.timeline:
+        axis.step(
+            [t / 60 for t, _ in snapshot.timeline],
+            [v * 1e3 for _, v in snapshot.timeline],
+            where="post",
+            label=snapshot.session["strategy"],
+            linewidth=2,
+        )
+    baseline = baseline_for(store, snapshot)
+    if baseline is not None:
+        axis.step(
+            [t / 60 for t, _ in baseline.timeline],
+            [v * 1e3 for _, v in baseline.timeline],
+            where="post",
+            label=f"stock MetaSchedule (session {baseline.session_id})",
+            color="#7f7f7f",
+        )
+        if baseline.reached_at_s is not None:
+            axis.axvline(baseline.reached_at_s / 60, linestyle="--", linewidth=1)
+    axis.set_xlabel("tuning time (min)")
+    axis.set_ylabel("estimated model latency (ms)")
+    axis.grid(True, alpha=0.3)
+    axis.legend()
+    figure.tight_layout()
+    images["latency"] = _png(figure)
+    plt.close(figure)
+
+    figure, axis = plt.subplots(figsize=(8, 4), dpi=100)
+    heaviest = sorted((t for t in snapshot.tasks if t.best_s is not None), key=lambda t: -(t.weight * (t.best_s or 0)))[
+        :CURVES_IN_REPORT
+    ]
+    for task in heaviest:
+        curve = task_best_curve(store, snapshot.session_id, task.row_id)
+        axis.step([n for n, _ in curve], [v * 1e3 for _, v in curve], where="post", label=task.name)
+    axis.set_yscale("log")
+    axis.set_xlabel("trials of the task")
+    axis.set_ylabel("best latency (ms)")
+    axis.grid(True, which="both", alpha=0.3)
+    if heaviest:
+        axis.legend(fontsize=7)
+    figure.tight_layout()
+    images["tasks"] = _png(figure)
+    plt.close(figure)
+
+    figure, axis = plt.subplots(figsize=(8, 3), dpi=100)
+    rounds = [m["round"] for m in snapshot.metrics]
+    axis.plot(rounds, [m["pairwise_accuracy"] for m in snapshot.metrics], ".-", label="pairwise accuracy")
+    axis.plot(rounds, [m["spearman"] for m in snapshot.metrics], ".-", label="Spearman")
+    axis.set_xlabel("round")
+    axis.set_ylim(-1, 1)
+    axis.grid(True, alpha=0.3)
+    axis.legend()
+    figure.tight_layout()
+    images["cost_model"] = _png(figure)
+    plt.close(figure)
+    return images
+
+
+def _ms(seconds: float | None) -> str:
+    return "" if seconds is None else f"{seconds * 1e3:.4f}"
+
+
+def _task_table(snapshot: SessionSnapshot) -> str:
+    header = "".join(
+        f"<th>{h}</th>"
+        for h in (
+            "cluster",
+            "task",
+            "weight",
+            "trials",
+            "failed",
+            "best (ms)",
+            "after diffusion (ms)",
+            "origin",
+            "status",
+        )
+    )
+    rows = []
+    for cluster in snapshot.clusters:
+        for index in cluster.members:
+            t = snapshot.task(index)
+            role = " (representative)" if t.is_representative else ""
+            cells = (
+                cluster.position + 1,
+                html.escape(t.name) + role,
+                t.weight,
+                t.trials,
+                t.failed,
+                _ms(t.best_s),
+                _ms(t.diffused_best_s),
+                t.best_origin or "",
+                t.status,
+            )
+            rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    return f"<table><tr>{header}</tr>{''.join(rows)}</table>"
+
+
+def _html(snapshot: SessionSnapshot, images: dict[str, str]) -> str:
+    s = snapshot.session
+    estimate = snapshot.estimated_latency_s
+    summary = [
+        ("model", html.escape(s["model_name"])),
+        ("strategy", s["strategy"]),
+        ("target", html.escape(s["target"])),
+        ("status", s["status"]),
+        ("trials", f"{snapshot.trials_done} ({snapshot.failed_trials} failed)"),
+        ("tuning time", f"{(s['elapsed_s'] or 0) / 60:.1f} min"),
+        ("estimated latency", "n/a" if estimate is None else f"{estimate * 1e3:.4f} ms"),
+        ("settings", html.escape(json.dumps(snapshot.settings))),
+    ]
+    rows = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in summary)
+    figures = "".join(
+        f'<h2>{title}</h2><img alt="{title}" src="data:image/png;base64,{images[key]}">'
+        for key, title in (
+            ("latency", "Estimated model latency"),
+            ("tasks", "Best latency per task"),
+            ("cost_model", "Cost model accuracy per round"),
+        )
+    )
+    return f"""<!doctype html><html><head><meta charset="utf-8">
+<title>bcd report: {html.escape(s["model_name"])} session {s["id"]}</title>
+<style>body{{font-family:sans-serif;max-width:960px;margin:2em auto;color:#222}}
+table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 6px;text-align:left}}
+img{{max-width:100%}}</style></head><body>
+<h1>{html.escape(s["model_name"])}: session {s["id"]}</h1><table>{rows}</table>{figures}
+<h2>Tasks</h2>{_task_table(snapshot)}
+<p>Records: <code>trials.csv</code>, <code>tasks.csv</code> and <code>report.json</code> beside this page.</p>
+</body></html>"""
+
+
+def write_report(
+    store: RecordStore,
+    session_id: int,
+    out_dir: str | Path,
+    progress: Callable[[int, int, str], None] = lambda step, total, text: None,
+) -> ReportFiles:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    progress(0, 3, "reading the session")
+    snapshot = load_snapshot(store, session_id)
+    names = {t.row_id: t.name for t in snapshot.tasks}
+    files = ReportFiles(out / "report.html", out / "trials.csv", out / "tasks.csv", out / "report.json")
+    with open(files.trials_csv, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(TRIAL_COLUMNS)
+        for row in store.trials(session_id):
+            writer.writerow([names.get(row["task_id"], "") if c == "task" else row[c] for c in TRIAL_COLUMNS])
+    task_rows = [asdict(t) for t in snapshot.tasks]
+    with open(files.tasks_csv, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(task_rows[0]) if task_rows else ["index"])
+        writer.writeheader()
+        writer.writerows(task_rows)
+    files.json.write_text(
+        json.dumps(
+            {
+                "session": snapshot.session,
+                "estimated_latency_s": snapshot.estimated_latency_s,
+                "tasks": task_rows,
+                "clusters": [asdict(c) for c in snapshot.clusters],
+                "timeline": snapshot.timeline,
+                "cost_model_metrics": snapshot.metrics,
+                "events": store.events(session_id),
+            },
+            indent=1,
+        )
+    )
+    progress(1, 3, "drawing the plots")
+    images = _plots(store, snapshot)
+    progress(2, 3, "writing the page")
+    files.html.write_text(_html(snapshot, images))
+    progress(3, 3, f"report written to {out}")
+    return files

@@ -1,0 +1,366 @@
+"""Read-only views of a stored session for dashboards and reports.
+
+Everything a viewer shows (the cluster tree, latency curves, cost-model accuracy,
+provenance, the stock baseline to compare with) is computed here from the store with a few
+aggregate queries, so any front end (the Qt dashboard, the HTML report, scripts) reads the
+same numbers, and a 100 000-trial store still loads fast.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bcd_core.records.store import RecordStore
+
+# The states a task goes through, in the order a user sees them.
+TASK_STATES = ("queued", "tuning", "diffused", "refining", "done", "skipped", "fallback")
+
+
+@dataclass
+class TaskView:
+    index: int
+    row_id: int
+    name: str
+    weight: int
+    flops: float
+    shapes: list[list[int]]
+    operator_key: str
+    sketch_key: str
+    cluster_position: int
+    cluster_key: str
+    is_representative: bool
+    cap: int | None  # a per-task trial cap the user set; None: the task shares the session's budget
+    status: str
+    trials: int = 0
+    failed: int = 0
+    best_s: float | None = None
+    best_origin: str | None = None
+    diffused_best_s: float | None = None
+    diffused_from_trial_id: int | None = None
+    fallback: bool = False
+
+    @property
+    def shapes_text(self) -> str:
+        return " ".join("x".join(str(d) for d in shape) for shape in self.shapes)
+
+
+@dataclass
+class ClusterView:
+    key: str
+    position: int
+    representative: int | None  # task index; None for a singleton
+    members: list[int]  # task indices, representative first
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
+
+
+@dataclass
+class SessionSnapshot:
+    session: dict[str, Any]
+    tasks: list[TaskView]
+    clusters: list[ClusterView]
+    timeline: list[tuple[float, float]]  # (elapsed s, estimated model latency s), defined points only
+    metrics: list[dict[str, Any]]  # per round: pairwise_accuracy, spearman, topk_recall
+    failed_trials: int = 0
+    settings: dict[str, Any] = field(default_factory=dict)
+    _by_index: dict[int, TaskView] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def session_id(self) -> int:
+        return int(self.session["id"])
+
+    @property
+    def trials_done(self) -> int:
+        return sum(task.trials for task in self.tasks)
+
+    @property
+    def trials_total(self) -> int:
+        """The session's budget: trials per task x tasks, shared by the scheduler (not a per-task cap)."""
+        per_task = int(self.settings.get("trials_per_task") or 0)
+        return per_task * len(self.tasks) if per_task else self.trials_done
+
+    @property
+    def estimated_latency_s(self) -> float | None:
+        if any(task.best_s is None for task in self.tasks):
+            return None
+        return sum(task.weight * (task.best_s or 0.0) for task in self.tasks)
+
+    def task(self, index: int) -> TaskView:
+        """The task with this engine index (not a position in `tasks`)."""
+        if self._by_index is None or len(self._by_index) != len(self.tasks):
+            self._by_index = {t.index: t for t in self.tasks}
+        return self._by_index[index]
+
+
+def first_time_at_or_below(timeline: Sequence[tuple[float, float]], level: float) -> float | None:
+    for elapsed, estimate in timeline:
+        if estimate <= level * (1 + 1e-9):
+            return elapsed
+    return None
+
+
+def session_timeline(store: RecordStore, session_id: int) -> list[tuple[float, float]]:
+    """(elapsed s, estimated model latency s) after each round, where the estimate is defined."""
+    return [
+        (float(row["elapsed_s"]), float(row["estimated_latency_s"]))
+        for row in store.timeline(session_id)
+        if row["estimated_latency_s"] is not None
+    ]
+
+
+def _grouped(store: RecordStore, sql: str, params: list[Any]) -> list[tuple]:
+    with store._lock:  # the store serializes its one connection
+        return store.db.execute(sql, params).fetchall()
+
+
+def _display_status(row: dict[str, Any], trials: int, cap: int | None, session_status: str) -> str:
+    status = row["status"] or "queued"
+    if status in ("skipped", "fallback"):
+        return status
+    if (cap is not None and trials >= cap) or (session_status == "completed" and trials > 0):
+        return "done"
+    return status
+
+
+def load_snapshot(store: RecordStore, session_id: int) -> SessionSnapshot:
+    session = store.session(session_id)
+    counts = {
+        task_id: (total, failed)
+        for task_id, total, failed in _grouped(
+            store,
+            "select task_id, count(*), sum(latency_s is null) from trials where session_id = ? group by task_id",
+            [session_id],
+        )
+    }
+    # The best trial per task and where it came from (ties: the earliest).
+    best = {
+        task_id: (latency, origin)
+        for task_id, latency, origin in _grouped(
+            store,
+            "select task_id, latency_s, origin from ("
+            " select task_id, latency_s, origin, row_number() over"
+            " (partition by task_id order by latency_s, id) as rank"
+            " from trials where session_id = ? and latency_s is not null) where rank = 1",
+            [session_id],
+        )
+    }
+    settings = json.loads(session["settings"] or "{}")
+    default_budget = settings.get("trials_per_task")
+    tasks = []
+    for row in store.tasks(session_id):
+        total, failed = counts.get(row["id"], (0, 0))
+        latency, origin = best.get(row["id"], (None, None))
+        cap = row["budget"] if row["budget"] is not None and row["budget"] != default_budget else None
+        tasks.append(
+            TaskView(
+                index=row["idx"],
+                row_id=row["id"],
+                name=row["name"],
+                weight=int(row["weight"]),
+                flops=float(row["flops"] or 0.0),
+                shapes=json.loads(row["shapes"]) if isinstance(row["shapes"], str) else (row["shapes"] or []),
+                operator_key=row["operator_key"] or "",
+                sketch_key=row["sketch_key"] or "",
+                cluster_position=int(row["cluster_id"] or 0),
+                cluster_key=row["cluster_key"] or row["name"],
+                is_representative=bool(row["is_representative"]),
+                cap=cap,
+                status=_display_status(row, total, cap, session["status"]),
+                trials=int(total),
+                failed=int(failed or 0),
+                best_s=latency,
+                best_origin=origin,
+                diffused_best_s=row["diffused_best_s"],
+                diffused_from_trial_id=row["diffused_from_trial_id"],
+                fallback=bool(row["fallback"]),
+            )
+        )
+    timeline = session_timeline(store, session_id)
+    return SessionSnapshot(
+        session=session,
+        tasks=tasks,
+        clusters=clusters_of(tasks),
+        timeline=timeline,
+        metrics=store.cost_model_metrics(session_id),
+        failed_trials=sum(task.failed for task in tasks),
+        settings=settings,
+    )
+
+
+def clusters_of(tasks: list[TaskView]) -> list[ClusterView]:
+    """Clusters in the engine's current priority order, representative first."""
+    grouped: dict[str, list[TaskView]] = {}
+    for task in sorted(tasks, key=lambda t: (t.cluster_position, t.index)):
+        grouped.setdefault(task.cluster_key, []).append(task)
+    clusters = []
+    for position, (key, members) in enumerate(grouped.items()):
+        representative = next((t.index for t in members if t.is_representative), None)
+        ordered = sorted(members, key=lambda t: (t.index != representative, t.index))
+        clusters.append(ClusterView(key, position, representative, [t.index for t in ordered]))
+    return clusters
+
+
+def task_best_curve(store: RecordStore, session_id: int, task_row_id: int) -> list[tuple[int, float]]:
+    """(trial number within the task, best latency so far) after each valid trial."""
+    rows = _grouped(
+        store,
+        "select latency_s from trials where session_id = ? and task_id = ? order by id",
+        [session_id, task_row_id],
+    )
+    curve, best = [], float("inf")
+    for number, (latency,) in enumerate(rows, start=1):
+        if latency is not None and latency < best:
+            best = latency
+        if best < float("inf"):
+            curve.append((number, best))
+    return curve
+
+
+def latest_round_predictions(store: RecordStore, session_id: int) -> list[tuple[float, float]]:
+    """(predicted score, measured throughput 1/s) for the latest round the cost model scored."""
+    rows = _grouped(
+        store,
+        "select predicted_score, latency_s from trials where session_id = ? and round = ("
+        " select max(round) from trials where session_id = ? and predicted_score is not null)"
+        " and predicted_score is not null and latency_s is not null",
+        [session_id, session_id],
+    )
+    return [(float(score), 1.0 / float(latency)) for score, latency in rows if latency]
+
+
+@dataclass
+class Provenance:
+    task: TaskView
+    representative: str | None  # name of the task whose program seeded this one
+    source_trial_id: int | None
+    source_latency_s: float | None
+    adaptation: str | None
+    diffused_best_s: float | None
+    best_s: float | None
+    trials: int
+    diffused_trials: int
+
+
+def provenance_of(store: RecordStore, snapshot: SessionSnapshot, task_index: int) -> Provenance:
+    task = snapshot.task(task_index)
+    source_id = task.diffused_from_trial_id
+    representative = source_latency = adaptation = None
+    diffused_trials = 0
+    sid = snapshot.session_id
+    if source_id is not None:
+        found = _grouped(
+            store,
+            "select t.name, s.latency_s from trials s join tasks t on t.id = s.task_id where s.id = ?",
+            [source_id],
+        )
+        if found:
+            representative, source_latency = found[0]
+        adapted = _grouped(
+            store,
+            "select adaptation from trials where session_id = ? and task_id = ? and source_trial_id = ?"
+            " and latency_s is not null order by latency_s limit 1",
+            [sid, task.row_id, source_id],
+        )
+        adaptation = adapted[0][0] if adapted else None
+    diffused_trials = _grouped(
+        store,
+        "select count(*) from trials where session_id = ? and task_id = ? and origin = 'diffused'",
+        [sid, task.row_id],
+    )[0][0]
+    return Provenance(
+        task=task,
+        representative=representative,
+        source_trial_id=source_id,
+        source_latency_s=source_latency,
+        adaptation=adaptation,
+        diffused_best_s=task.diffused_best_s,
+        best_s=task.best_s,
+        trials=task.trials,
+        diffused_trials=int(diffused_trials),
+    )
+
+
+@dataclass
+class Baseline:
+    session_id: int
+    timeline: list[tuple[float, float]]
+    final_latency_s: float
+    reached_at_s: float | None  # when the compared session first matched the baseline's final
+
+
+def baseline_for(store: RecordStore, snapshot: SessionSnapshot) -> Baseline | None:
+    """The newest stock-MetaSchedule session of the same model and target in this store."""
+    session = snapshot.session
+    if session["strategy"] == "metaschedule":
+        return None
+    candidates = [
+        s
+        for s in store.sessions()
+        if s["strategy"] == "metaschedule"
+        and s["model_hash"] == session["model_hash"]
+        and s["target_key"] == session["target_key"]
+        and s["estimated_latency_s"] is not None
+    ]
+    if not candidates:
+        return None
+    chosen = candidates[-1]
+    timeline = session_timeline(store, chosen["id"])
+    if not timeline:
+        return None
+    final = min(latency for _, latency in timeline)
+    reached = first_time_at_or_below(snapshot.timeline, final)
+    return Baseline(chosen["id"], timeline, final, reached)
+
+
+def preview_snapshot(
+    model_name: str, strategy: str, tasks: Sequence[Any], clusters: Sequence[Any], trials_per_task: int
+) -> SessionSnapshot:
+    """What a model looks like before any session: its tasks and clusters, all queued.
+    `tasks` and `clusters` are the engine's Task and Cluster objects (prepare_model)."""
+    position_of = {}
+    representative_of = {}
+    for position, cluster in enumerate(clusters):
+        for index in cluster.members:
+            position_of[index] = (position, cluster.key)
+        if cluster.size > 1:
+            representative_of[cluster.key] = cluster.representative
+    views = [
+        TaskView(
+            index=t.index,
+            row_id=-1,
+            name=t.name,
+            weight=t.weight,
+            flops=t.flops,
+            shapes=t.shapes,
+            operator_key=t.operator_key,
+            sketch_key=t.sketch_key,
+            cluster_position=position_of[t.index][0],
+            cluster_key=position_of[t.index][1],
+            is_representative=representative_of.get(position_of[t.index][1]) == t.index,
+            cap=None,
+            status="queued",
+        )
+        for t in tasks
+    ]
+    session = {
+        "id": 0,
+        "model_name": model_name,
+        "strategy": strategy,
+        "status": "not tuned",
+        "elapsed_s": 0.0,
+        "target": "",
+        "settings": "{}",
+    }
+    return SessionSnapshot(
+        session=session,
+        tasks=views,
+        clusters=clusters_of(views),
+        timeline=[],
+        metrics=[],
+        settings={"trials_per_task": trials_per_task},
+    )

@@ -1,0 +1,292 @@
+"""The cluster tree: cluster -> representative -> members, over the engine's session view.
+
+Updates keep the view's selection and expansion: when only numbers change the model emits
+dataChanged; when clusters are reordered or tasks move, persistent indexes are remapped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QAbstractItemModel, QByteArray, QMimeData, QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFont
+
+from bcd_core.formatting import format_flops, format_latency
+from bcd_core.session_view import SessionSnapshot, TaskView
+from bcd_core.tuning.control import ControlRequest
+
+COLUMNS = ("Task", "Trials", "Best", "Speedup", "Status", "Origin", "Weight", "FLOPs", "Shapes", "Key")
+COL_STATUS = COLUMNS.index("Status")
+NUMERIC_COLUMNS = {COLUMNS.index(name) for name in ("Trials", "Best", "Speedup", "Weight", "FLOPs")}
+STATUS_COLORS = {
+    "tuning": "#2f80ed",
+    "refining": "#2f80ed",
+    "diffused": "#9b51e0",
+    "done": "#27ae60",
+    "skipped": "#8a8f98",
+    "fallback": "#e67e22",
+}
+MIME_TYPE = "application/x-bcd-tree-item"
+Index = QModelIndex | QPersistentModelIndex
+ROOT = QModelIndex()  # the invisible root, as a default argument
+ROLE_ITEM = Qt.ItemDataRole.UserRole + 1  # ("cluster", key) or ("task", index)
+
+
+class ClusterTreeModel(QAbstractItemModel):
+    priorityRequested = Signal(list)  # cluster keys in the new order
+    moveRequested = Signal(int, str)  # task index, target cluster key
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.snapshot: SessionSnapshot | None = None
+        self.untuned: dict[int, float] = {}
+        self._pending_task: dict[int, list[str]] = {}
+        self._pending_cluster: dict[str, list[str]] = {}
+        self._structure: list[tuple[str, tuple[int, ...]]] = []
+
+    # -- feeding --------------------------------------------------------------------------
+    def set_snapshot(self, snapshot: SessionSnapshot) -> None:
+        structure = [(c.key, tuple(c.members)) for c in snapshot.clusters]
+        if self.snapshot is None or not self._structure:
+            self.beginResetModel()
+            self.snapshot, self._structure = snapshot, structure
+            self.endResetModel()
+        elif structure == self._structure:
+            self.snapshot = snapshot
+            self._all_changed()
+        else:
+            self.layoutAboutToBeChanged.emit()
+            before = self.persistentIndexList()
+            identities = [(self.item_at(ix), ix.column()) for ix in before]
+            self.snapshot, self._structure = snapshot, structure
+            after = [self.index_of(item, column) if item else QModelIndex() for item, column in identities]
+            self.changePersistentIndexList(before, after)
+            self.layoutChanged.emit()
+
+    def set_untuned(self, untuned: dict[int, float]) -> None:
+        self.untuned = dict(untuned)
+        self._all_changed()
+
+    def set_pending(self, requests: list[ControlRequest]) -> None:
+        """Requests queued for the next round, shown on the rows they will change."""
+        tasks: dict[int, list[str]] = {}
+        clusters: dict[str, list[str]] = {}
+        for request in requests:
+            args = request.args
+            text = {
+                "priority": "reorder",
+                "task_budget": f"budget {args.get('trials')}",
+                "cluster_budget": f"budget {args.get('trials')}",
+                "total_budget": f"total budget {args.get('trials')}",
+                "skip": "skip",
+                "move": "move",
+                "representative": "new representative",
+            }.get(request.kind, request.kind)
+            if "task" in args:
+                tasks.setdefault(args["task"], []).append(text)
+            if "cluster" in args and args["cluster"]:
+                clusters.setdefault(args["cluster"], []).append(text)
+            if request.kind == "priority":
+                for key in args.get("order", []):
+                    clusters.setdefault(key, []).append(text)
+        self._pending_task, self._pending_cluster = tasks, clusters
+        self._all_changed()
+
+    def _all_changed(self) -> None:
+        rows = self.rowCount()
+        if rows == 0:
+            return
+        last = len(COLUMNS) - 1
+        self.dataChanged.emit(self.index(0, 0), self.index(rows - 1, last))
+        for row in range(rows):
+            parent = self.index(row, 0)
+            children = self.rowCount(parent)
+            if children:
+                self.dataChanged.emit(self.index(0, 0, parent), self.index(children - 1, last, parent))
+
+    # -- addressing -----------------------------------------------------------------------
+    # internalId 0 marks a cluster row; n > 0 marks a task row under cluster row n - 1.
+    def index(self, row: int, column: int, parent: Index = ROOT) -> QModelIndex:
+        if self.snapshot is None or not self.hasIndex(row, column, parent):
+            return QModelIndex()
+        if not parent.isValid():
+            return self.createIndex(row, column, 0)
+        return self.createIndex(row, column, parent.row() + 1)
+
+    def parent(self, index: Index = ROOT) -> QModelIndex:  # type: ignore[override]
+        if not index.isValid() or index.internalId() == 0:
+            return QModelIndex()
+        return self.createIndex(index.internalId() - 1, 0, 0)
+
+    def rowCount(self, parent: Index = ROOT) -> int:
+        if self.snapshot is None:
+            return 0
+        if not parent.isValid():
+            return len(self.snapshot.clusters)
+        if parent.internalId() == 0 and parent.column() == 0:
+            return self.snapshot.clusters[parent.row()].size
+        return 0
+
+    def columnCount(self, parent: Index = ROOT) -> int:
+        return len(COLUMNS)
+
+    def item_at(self, index: Index) -> tuple[str, Any] | None:
+        if self.snapshot is None or not index.isValid():
+            return None
+        if index.internalId() == 0:
+            return ("cluster", self.snapshot.clusters[index.row()].key)
+        cluster = self.snapshot.clusters[index.internalId() - 1]
+        return ("task", cluster.members[index.row()])
+
+    def index_of(self, item: tuple[str, Any], column: int = 0) -> QModelIndex:
+        if self.snapshot is None:
+            return QModelIndex()
+        kind, value = item
+        for position, cluster in enumerate(self.snapshot.clusters):
+            if kind == "cluster" and cluster.key == value:
+                return self.index(position, column)
+            if kind == "task" and value in cluster.members:
+                return self.index(cluster.members.index(value), column, self.index(position, 0))
+        return QModelIndex()
+
+    # -- contents -------------------------------------------------------------------------
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section]
+        return None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        item = self.item_at(index)
+        if item is None or self.snapshot is None:
+            return None
+        if role == ROLE_ITEM:
+            return item
+        if item[0] == "cluster":
+            return self._cluster_data(item[1], index.row(), index.column(), role)
+        return self._task_data(self.snapshot.task(item[1]), index.column(), role)
+
+    def _speedup(self, tasks: list[TaskView]) -> str:
+        if not tasks or any(t.best_s is None or t.index not in self.untuned for t in tasks):
+            return ""
+        tuned = sum(t.weight * (t.best_s or 0) for t in tasks)
+        untuned = sum(t.weight * self.untuned[t.index] for t in tasks)
+        return f"{untuned / tuned:.1f}x" if tuned > 0 else ""
+
+    def _task_data(self, task: TaskView, column: int, role: int) -> Any:
+        pending = self._pending_task.get(task.index)
+        if role == Qt.ItemDataRole.DisplayRole:
+            values = (
+                task.name + ("  (representative)" if task.is_representative else ""),
+                str(task.trials)
+                + (f"/{task.cap}" if task.cap is not None else "")
+                + (f" ({task.failed} failed)" if task.failed else ""),
+                format_latency(task.best_s) if task.best_s is not None else "",
+                self._speedup([task]),
+                f"{task.status} -> {', '.join(pending)} (pending)" if pending else task.status,
+                task.best_origin or "",
+                str(task.weight),
+                format_flops(task.flops),
+                task.shapes_text,
+                task.operator_key,
+            )
+            return values[column]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            tip = f"{task.name}\ncluster key {task.cluster_key}\nsketch {task.sketch_key}"
+            if task.fallback:
+                tip += "\nno sketch matched its representative's: searched the full space (fallback)"
+            if pending:
+                tip += "\npending until the next round: " + ", ".join(pending)
+            return tip
+        if role == Qt.ItemDataRole.FontRole:
+            font = QFont()
+            font.setBold(task.is_representative and column == 0)
+            font.setItalic(bool(pending))
+            return font
+        if role == Qt.ItemDataRole.ForegroundRole and column == COL_STATUS and task.status in STATUS_COLORS:
+            return QBrush(QColor(STATUS_COLORS[task.status]))
+        if role == Qt.ItemDataRole.TextAlignmentRole and column in NUMERIC_COLUMNS:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    def _cluster_data(self, key: str, row: int, column: int, role: int) -> Any:
+        assert self.snapshot is not None
+        cluster = self.snapshot.clusters[row]
+        tasks = [self.snapshot.task(i) for i in cluster.members]
+        pending = self._pending_cluster.get(key)
+        if role == Qt.ItemDataRole.DisplayRole:
+            trials = sum(t.trials for t in tasks)
+            best = sum(t.weight * (t.best_s or 0) for t in tasks) if all(t.best_s for t in tasks) else None
+            status = _cluster_status(tasks)
+            values = (
+                f"{row + 1}. {tasks[0].operator_key}  [{cluster.size} task{'s' if cluster.size > 1 else ''}]",
+                str(trials),
+                format_latency(best) if best is not None else "",
+                self._speedup(tasks),
+                f"{status} -> {', '.join(sorted(set(pending)))} (pending)" if pending else status,
+                "",
+                str(sum(t.weight for t in tasks)),
+                format_flops(sum(t.flops * t.weight for t in tasks)),
+                "",
+                key,
+            )
+            return values[column]
+        if role == Qt.ItemDataRole.FontRole:
+            font = QFont()
+            font.setBold(column == 0)
+            font.setItalic(bool(pending))
+            return font
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"cluster {key}: {cluster.size} tasks; weighted best latency shown; drag to reprioritize"
+        if role == Qt.ItemDataRole.TextAlignmentRole and column in NUMERIC_COLUMNS:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    # -- drag and drop: reorder clusters, move tasks between clusters ----------------------
+    def flags(self, index: Index) -> Qt.ItemFlag:
+        base = super().flags(index)
+        if not index.isValid():
+            return base | Qt.ItemFlag.ItemIsDropEnabled
+        if index.internalId() == 0:
+            return base | Qt.ItemFlag.ItemIsDragEnabled | Qt.ItemFlag.ItemIsDropEnabled
+        return base | Qt.ItemFlag.ItemIsDragEnabled
+
+    def supportedDropActions(self) -> Qt.DropAction:
+        return Qt.DropAction.MoveAction
+
+    def mimeTypes(self) -> list[str]:
+        return [MIME_TYPE]
+
+    def mimeData(self, indexes: list[QModelIndex]) -> QMimeData:
+        data = QMimeData()
+        item = self.item_at(indexes[0]) if indexes else None
+        if item is not None:
+            data.setData(MIME_TYPE, QByteArray(f"{item[0]}:{item[1]}".encode()))
+        return data
+
+    def dropMimeData(self, data: QMimeData, action: Qt.DropAction, row: int, column: int, parent: Index) -> bool:
+        if self.snapshot is None or not data.hasFormat(MIME_TYPE):
+            return False
+        kind, _, value = bytes(data.data(MIME_TYPE).data()).decode().partition(":")
+        keys = [c.key for c in self.snapshot.clusters]
+        if kind == "cluster" and not parent.isValid():
+            position = row if row >= 0 else len(keys)
+            order = [k for k in keys[:position] if k != value] + [value] + [k for k in keys[position:] if k != value]
+            if order != keys:
+                self.priorityRequested.emit(order)
+            return False  # the engine reorders; the next snapshot shows it
+        target = self.item_at(parent)
+        if kind == "task" and target is not None and target[0] == "cluster":
+            task = int(value)
+            if self.snapshot.task(task).cluster_key != target[1]:
+                self.moveRequested.emit(task, target[1])
+        return False
+
+
+def _cluster_status(tasks: list[TaskView]) -> str:
+    states = {t.status for t in tasks}
+    if states <= {"done", "skipped"}:
+        return "done"
+    for busy in ("tuning", "refining", "diffused", "fallback"):
+        if busy in states:
+            return busy
+    return "queued"

@@ -1,0 +1,107 @@
+"""The bridge between the engine and the GUI thread.
+
+The engine runs in worker threads; everything it reports crosses to the GUI through queued
+signals, so no widget is touched from a worker and the event loop never waits on tuning.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from bcd_core.records.store import RecordStore
+from bcd_core.session_view import load_snapshot
+from bcd_core.target import parse_target
+from bcd_core.tuning.control import TuningControl
+from bcd_core.tuning.events import RoundFinished, SessionFinished, SessionStarted, TuneEvent
+from bcd_core.tuning.session import run_session
+from bcd_core.tuning.settings import TuneSettings
+
+log = logging.getLogger("bcd.gui")
+
+
+class BackgroundJob(QThread):
+    """Runs `work(progress)` off the GUI thread; `progress(step, total, text)` is forwarded."""
+
+    progressed = Signal(int, int, str)
+    succeeded = Signal(object)
+    failed = Signal(object)  # the exception
+
+    def __init__(
+        self, name: str, work: Callable[[Callable[[int, int, str], None]], Any], parent: QObject | None = None
+    ):
+        super().__init__(parent)
+        self.name = name
+        self._work = work
+
+    def run(self) -> None:
+        try:
+            result = self._work(lambda step, total, text: self.progressed.emit(step, total, text))
+        except Exception as err:  # reported to the user as a dialog; the app keeps running
+            log.debug("%s failed:\n%s", self.name, traceback.format_exc())
+            self.failed.emit(err)
+        else:
+            self.succeeded.emit(result)
+
+
+class TuneWorker(QObject):
+    """Runs one tuning session (new or resumed) in its own QThread."""
+
+    event = Signal(object)  # a TuneEvent
+    snapshot = Signal(object)  # a SessionSnapshot after each round
+    failed = Signal(object)  # the exception
+    finished = Signal()
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        db_path: str | Path,
+        target_spec: str,
+        settings: TuneSettings,
+        new_session: bool = False,
+    ) -> None:
+        super().__init__()
+        self.model_path = Path(model_path)
+        self.db_path = Path(db_path)
+        self.target_spec = target_spec
+        self.settings = settings
+        self.new_session = new_session
+        self.control = TuningControl()  # thread-safe: the GUI steers through it directly
+        self.session_id: int | None = None
+        self._reader: RecordStore | None = None
+        self.thread = QThread()
+        self.moveToThread(self.thread)
+        self.thread.started.connect(self.run)
+        self.finished.connect(self.thread.quit)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    @Slot()
+    def run(self) -> None:
+        try:
+            target = parse_target(self.target_spec)
+            run_session(
+                self.model_path, self.db_path, target, self.settings, [self._on_event], self.new_session, self.control
+            )
+        except Exception as err:
+            log.debug("tuning failed:\n%s", traceback.format_exc())
+            self.failed.emit(err)
+        finally:
+            if self._reader is not None:
+                self._reader.close()
+            self.finished.emit()
+
+    def _on_event(self, event: TuneEvent) -> None:
+        self.event.emit(event)
+        if isinstance(event, SessionStarted | RoundFinished | SessionFinished):
+            self.session_id = event.session_id
+            # Read the snapshot here, in the worker, so the GUI thread only draws it.
+            if self._reader is None:
+                self._reader = RecordStore(self.db_path, create=False)
+            self.snapshot.emit(load_snapshot(self._reader, event.session_id))

@@ -1,0 +1,285 @@
+"""The dashboard's side panels: settings, model overview, provenance, sessions, log."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFormLayout,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from bcd_core.formatting import format_duration, format_flops, format_latency
+from bcd_core.model_import import parse_input_shapes
+from bcd_core.session_view import Provenance, SessionSnapshot
+from bcd_core.tuning.settings import STRATEGIES, TuneSettings
+
+DEFAULTS = TuneSettings()
+
+
+class SettingsPanel(QWidget):
+    """Target and strategy settings, with the engine's defaults."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        form = QFormLayout(self)
+        self.target = QLineEdit("llvm")
+        self.target.setToolTip('\'llvm\' (this CPU), a JSON dict such as {"kind": "llvm", "num-cores": 4}, or a tag')
+        self.strategy = QComboBox()
+        self.strategy.addItems(list(reversed(STRATEGIES)))  # bcd first: the default
+        self.strategy.setCurrentText(DEFAULTS.strategy)
+        self.cluster_mode = QComboBox()
+        self.cluster_mode.addItems(["sketch", "operator"])
+        self.cluster_mode.setCurrentText(DEFAULTS.cluster_mode)
+        self.trials_per_task = QSpinBox()
+        self.trials_per_task.setRange(1, 100_000)
+        self.trials_per_task.setValue(DEFAULTS.trials_per_task)
+        self.trials_per_round = QSpinBox()
+        self.trials_per_round.setRange(1, 1024)
+        self.trials_per_round.setValue(DEFAULTS.trials_per_round)
+        self.input_shapes = QLineEdit()
+        self.input_shapes.setPlaceholderText("only for dynamic inputs: NAME=1,3,224,224; ...")
+        for label, widget in (
+            ("Target", self.target),
+            ("Strategy", self.strategy),
+            ("Clustering", self.cluster_mode),
+            ("Trials per task", self.trials_per_task),
+            ("Measured per round", self.trials_per_round),
+            ("Input shapes", self.input_shapes),
+        ):
+            form.addRow(label, widget)
+
+    def shape_overrides(self) -> dict[str, tuple[int, ...]]:
+        items = [part.strip() for part in self.input_shapes.text().split(";") if part.strip()]
+        return parse_input_shapes(items)
+
+    def settings(self) -> TuneSettings:
+        return TuneSettings(
+            strategy=self.strategy.currentText(),
+            trials_per_task=self.trials_per_task.value(),
+            trials_per_round=self.trials_per_round.value(),
+            cluster_mode=self.cluster_mode.currentText(),
+            input_shapes={k: list(v) for k, v in self.shape_overrides().items()},
+        )
+
+    def set_enabled_for_tuning(self, idle: bool) -> None:
+        for widget in (
+            self.target,
+            self.strategy,
+            self.cluster_mode,
+            self.trials_per_task,
+            self.trials_per_round,
+            self.input_shapes,
+        ):
+            widget.setEnabled(idle)
+
+
+class OverviewPanel(QWidget):
+    """The model at a glance: tasks, clusters, FLOPs, untuned and tuned estimates."""
+
+    FIELDS = ("model", "tasks", "clusters", "flops", "untuned", "estimate", "trials", "session")
+
+    def __init__(self) -> None:
+        super().__init__()
+        grid = QGridLayout(self)
+        self.values: dict[str, QLabel] = {}
+        captions = {
+            "model": "Model",
+            "tasks": "Tasks",
+            "clusters": "Clusters",
+            "flops": "Total FLOPs",
+            "untuned": "Untuned estimate",
+            "estimate": "Tuned estimate",
+            "trials": "Trials",
+            "session": "Session",
+        }
+        for row, name in enumerate(self.FIELDS):
+            caption = QLabel(captions[name])
+            caption.setObjectName("caption")
+            value = QLabel("-")
+            value.setObjectName("metric" if name in ("untuned", "estimate") else "")
+            value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            grid.addWidget(caption, row, 0)
+            grid.addWidget(value, row, 1)
+            self.values[name] = value
+        grid.setColumnStretch(1, 1)
+
+    def show_snapshot(self, snapshot: SessionSnapshot, untuned: dict[int, float]) -> None:
+        tasks = snapshot.tasks
+        s = snapshot.session
+        multi = sum(1 for c in snapshot.clusters if c.size > 1)
+        untuned_total = (
+            sum(t.weight * untuned[t.index] for t in tasks)
+            if tasks and all(t.index in untuned for t in tasks)
+            else None
+        )
+        estimate = snapshot.estimated_latency_s
+        self.values["model"].setText(s.get("model_name", ""))
+        self.values["tasks"].setText(str(len(tasks)))
+        self.values["clusters"].setText(f"{len(snapshot.clusters)} ({multi} with members to diffuse into)")
+        self.values["flops"].setText(format_flops(sum(t.flops * t.weight for t in tasks)))
+        self.values["untuned"].setText("measuring..." if untuned_total is None else format_latency(untuned_total))
+        text = format_latency(estimate) if estimate is not None else "n/a until every task is measured"
+        if estimate and untuned_total:
+            text += f"  ({untuned_total / estimate:.1f}x faster)"
+        self.values["estimate"].setText(text)
+        failed = f", {snapshot.failed_trials} failed" if snapshot.failed_trials else ""
+        self.values["trials"].setText(f"{snapshot.trials_done} / {snapshot.trials_total}{failed}")
+        session = "not tuned yet" if not s.get("id") else f"#{s['id']} {s['strategy']}, {s['status']}"
+        self.values["session"].setText(session)
+
+
+class ProvenancePanel(QWidget):
+    """Where the selected member's programs came from."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        layout = QVBoxLayout(self)
+        self.text = QLabel("Select a task to see where its best program came from.")
+        self.text.setWordWrap(True)
+        self.text.setTextFormat(Qt.TextFormat.RichText)
+        self.text.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.text)
+
+    def show_provenance(self, info: Provenance | None) -> None:
+        if info is None:
+            self.text.setText("Select a task to see where its best program came from.")
+            return
+        task = info.task
+        lines = [f"<b>{task.name}</b> ({task.status}, {info.trials} trials)"]
+        if task.is_representative:
+            lines.append("Representative of its cluster: tuned first; its best programs seed the members.")
+        elif info.source_trial_id is None:
+            if task.fallback:
+                lines.append("No sketch matched its representative's: it searched the full space (fallback).")
+            else:
+                lines.append("Not diffused (yet): a singleton or waiting for its representative.")
+        else:
+            lines.append(
+                f"Seeded by <b>{info.representative}</b>, program #{info.source_trial_id} "
+                f"({format_latency(info.source_latency_s)} on the representative), tiles adapted by "
+                f"<i>{info.adaptation or 'n/a'}</i>; {info.diffused_trials} diffused candidates measured."
+            )
+            lines.append(
+                f"Best right after diffusion: <b>{format_latency(info.diffused_best_s)}</b>; "
+                f"now: <b>{format_latency(info.best_s)}</b>"
+                + (
+                    f" ({info.diffused_best_s / info.best_s:.2f}x better)"
+                    if info.diffused_best_s and info.best_s
+                    else ""
+                )
+            )
+        lines.append(f"Best program's origin: {task.best_origin or 'none yet'}")
+        self.text.setText("<br>".join(lines))
+
+
+class SessionsPanel(QWidget):
+    """The store's sessions; open one to see it, resume an interrupted one."""
+
+    openRequested = Signal(int)
+    resumeRequested = Signal(int)
+    HEADERS = ("id", "model", "strategy", "status", "trials", "est. latency", "elapsed", "started")
+
+    def __init__(self) -> None:
+        super().__init__()
+        layout = QVBoxLayout(self)
+        self.table = QTableWidget(0, len(self.HEADERS))
+        self.table.setHorizontalHeaderLabels(list(self.HEADERS))
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.cellDoubleClicked.connect(lambda row, _col: self.openRequested.emit(self._id(row)))
+        buttons = QHBoxLayout()
+        self.open_button = QPushButton("Open")
+        self.resume_button = QPushButton("Resume")
+        self.open_button.clicked.connect(lambda: self._emit(self.openRequested))
+        self.resume_button.clicked.connect(lambda: self._emit(self.resumeRequested))
+        buttons.addWidget(self.open_button)
+        buttons.addWidget(self.resume_button)
+        buttons.addStretch()
+        layout.addWidget(self.table)
+        layout.addLayout(buttons)
+        self.table.itemSelectionChanged.connect(self._update_buttons)
+        self._sessions: list[dict[str, Any]] = []
+        self._update_buttons()
+
+    def _id(self, row: int) -> int:
+        return int(self._sessions[row]["id"])
+
+    def _emit(self, signal: Any) -> None:
+        row = self.table.currentRow()
+        if 0 <= row < len(self._sessions):
+            signal.emit(self._id(row))
+
+    def _update_buttons(self) -> None:
+        row = self.table.currentRow()
+        selected = self._sessions[row] if 0 <= row < len(self._sessions) else None
+        self.open_button.setEnabled(selected is not None)
+        self.resume_button.setEnabled(selected is not None and selected["status"] != "completed")
+
+    def show_sessions(self, sessions: list[dict[str, Any]]) -> None:
+        self._sessions = list(reversed(sessions))  # newest first
+        self.table.setRowCount(len(self._sessions))
+        for row, s in enumerate(self._sessions):
+            values = (
+                s["id"],
+                s["model_name"],
+                s["strategy"],
+                s["status"],
+                s["trials_done"],
+                format_latency(s["estimated_latency_s"]),
+                format_duration(s["elapsed_s"]),
+                (s["started_at"] or "").replace("T", " "),
+            )
+            for column, value in enumerate(values):
+                self.table.setItem(row, column, QTableWidgetItem(str(value)))
+        self.table.resizeColumnsToContents()
+        self._update_buttons()
+
+
+class LogEmitter(QObject):
+    line = Signal(str, int)  # text, logging level
+
+
+class QtLogHandler(logging.Handler):
+    """Forwards log records from any thread to the GUI (queued signal)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.emitter = LogEmitter()
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.emitter.line.emit(self.format(record), record.levelno)
+        except RuntimeError:  # the window is gone (application shutting down)
+            pass
+
+
+class LogPanel(QPlainTextEdit):
+    MAX_LINES = 5000
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setReadOnly(True)
+        self.setMaximumBlockCount(self.MAX_LINES)
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+
+    def add_line(self, text: str, level: int = logging.INFO) -> None:
+        self.appendPlainText(text)

@@ -1,0 +1,153 @@
+"""Live plots (pyqtgraph): model latency over time, best latency per task, cost-model accuracy."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from bcd_core.session_view import Baseline, SessionSnapshot
+from bcd_gui.theme import LIGHT, PlotColors
+
+
+def _plot_widget(title: str, x_label: str, y_label: str, colors: PlotColors) -> pg.PlotWidget:
+    widget = pg.PlotWidget()
+    _style(widget, title, x_label, y_label, colors)
+    widget.showGrid(x=True, y=True, alpha=0.25)
+    widget.addLegend(offset=(-10, 10))
+    return widget
+
+
+def _style(widget: pg.PlotWidget, title: str, x_label: str, y_label: str, colors: PlotColors) -> None:
+    widget.setBackground(colors.background)
+    widget.setTitle(title, color=colors.foreground, size="10pt")
+    for axis, label in (("bottom", x_label), ("left", y_label)):
+        item = widget.getAxis(axis)
+        item.setPen(colors.foreground)
+        item.setTextPen(colors.foreground)
+        item.enableAutoSIPrefix(False)  # "latency (ms)" must stay in ms, not "(x0.001)"
+        widget.setLabel(axis, label, color=colors.foreground)
+
+
+class ModelLatencyPlot(QWidget):
+    """Estimated model latency over wall time, with the stock baseline and the moment BCD
+    reaches the baseline's final latency."""
+
+    TITLE = "Estimated model latency"
+
+    def __init__(self, colors: PlotColors = LIGHT) -> None:
+        super().__init__()
+        self.colors = colors
+        self.widget = _plot_widget(self.TITLE, "tuning time (min)", "latency (ms)", colors)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.widget)
+        self.curve = self.widget.plot([], [], name="this session", pen=pg.mkPen(colors.series[0], width=2))
+        self.baseline_curve = self.widget.plot(
+            [], [], name="stock MetaSchedule", pen=pg.mkPen(colors.baseline, width=2, style=Qt.PenStyle.DashLine)
+        )
+        self.target_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(colors.baseline, width=1, style=Qt.PenStyle.DotLine))
+        self.reached_line = pg.InfiniteLine(
+            angle=90,
+            pen=pg.mkPen(colors.marker, width=1, style=Qt.PenStyle.DashLine),
+            label="reaches baseline",
+            labelOpts={"position": 0.9, "color": colors.marker},
+        )
+        for line in (self.target_line, self.reached_line):
+            line.setVisible(False)
+            self.widget.addItem(line)
+
+    def points(self) -> int:
+        x, _ = self.curve.getData()
+        return 0 if x is None else len(x)
+
+    def update_view(self, snapshot: SessionSnapshot, baseline: Baseline | None = None) -> None:
+        self.curve.setData(*_steps(snapshot.timeline))
+        self.curve.opts["name"] = snapshot.session.get("strategy", "session")
+        if baseline is None:
+            self.baseline_curve.setData([], [])
+            self.target_line.setVisible(False)
+            self.reached_line.setVisible(False)
+            return
+        self.baseline_curve.setData(*_steps(baseline.timeline))
+        self.target_line.setPos(baseline.final_latency_s * 1e3)
+        self.target_line.setVisible(True)
+        if baseline.reached_at_s is not None:
+            self.reached_line.setPos(baseline.reached_at_s / 60)
+        self.reached_line.setVisible(baseline.reached_at_s is not None)
+
+
+def _steps(timeline: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
+    """Best-so-far estimate as a staircase, in minutes and milliseconds."""
+    xs, ys, best = [], [], float("inf")
+    for elapsed, estimate in timeline:
+        if xs:
+            xs.append(elapsed / 60)
+            ys.append(best * 1e3)
+        best = min(best, estimate)
+        xs.append(elapsed / 60)
+        ys.append(best * 1e3)
+    return xs, ys
+
+
+class TaskCurvesPlot(QWidget):
+    """Best latency over the task's own trials, for the selected tasks."""
+
+    MAX_CURVES = 8
+
+    def __init__(self, colors: PlotColors = LIGHT) -> None:
+        super().__init__()
+        self.colors = colors
+        self.widget = _plot_widget(
+            "Best latency per task (selected tasks)", "trials of the task", "latency (ms)", colors
+        )
+        self.widget.setLogMode(y=True)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.widget)
+        self.curves: dict[str, pg.PlotDataItem] = {}
+
+    def show_curves(self, curves: dict[str, list[tuple[int, float]]]) -> None:
+        for name in list(self.curves):
+            if name not in curves:
+                self.widget.removeItem(self.curves.pop(name))
+        for position, (name, points) in enumerate(list(curves.items())[: self.MAX_CURVES]):
+            xs = [n for n, _ in points]
+            ys = [v * 1e3 for _, v in points]
+            if name not in self.curves:
+                pen = pg.mkPen(self.colors.series[position % len(self.colors.series)], width=2)
+                self.curves[name] = self.widget.plot(xs, ys, name=name, pen=pen)
+            else:
+                self.curves[name].setData(xs, ys)
+
+
+class CostModelPlot(QWidget):
+    """Per round: pairwise ranking accuracy and Spearman; and predicted vs measured for the
+    latest round."""
+
+    def __init__(self, colors: PlotColors = LIGHT) -> None:
+        super().__init__()
+        self.colors = colors
+        self.accuracy = _plot_widget("Cost model accuracy on each new batch", "round", "", colors)
+        self.accuracy.setYRange(-1, 1)
+        self.pairwise = self.accuracy.plot([], [], name="pairwise accuracy", pen=pg.mkPen(colors.series[0], width=2))
+        self.spearman = self.accuracy.plot([], [], name="Spearman", pen=pg.mkPen(colors.series[4], width=2))
+        self.scatter_plot = _plot_widget("Latest round", "predicted score", "measured throughput (1/ms)", colors)
+        self.scatter = pg.ScatterPlotItem(size=7, brush=pg.mkBrush(colors.series[0]), pen=None)
+        self.scatter_plot.addItem(self.scatter)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.accuracy, 3)
+        layout.addWidget(self.scatter_plot, 2)
+
+    def update_view(self, metrics: list[dict], predictions: list[tuple[float, float]]) -> None:
+        rounds = [m["round"] for m in metrics]
+        self.pairwise.setData(rounds, [m["pairwise_accuracy"] or 0.0 for m in metrics])
+        self.spearman.setData(rounds, [m["spearman"] or 0.0 for m in metrics])
+        self.scatter.setData([p for p, _ in predictions], [m / 1e3 for _, m in predictions])
+
+
+def restyle(widget: pg.PlotWidget, colors: PlotColors) -> None:
+    """Re-color an existing plot after a theme change."""
+    title = widget.getPlotItem().titleLabel.text
+    _style(widget, title, widget.getAxis("bottom").labelText, widget.getAxis("left").labelText, colors)

@@ -1,0 +1,35 @@
+"""Measures how long the GUI event loop goes without running (a frozen-UI detector)."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QObject, QTimer
+
+
+class StallMeter(QObject):
+    """A timer that should fire every `interval_ms`; any extra delay is the loop stalling."""
+
+    def __init__(self, interval_ms: int = 10, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.interval_ms = interval_ms
+        self.longest_ms = 0.0
+        self.ticks = 0
+        self._last = 0.0
+        self._timer = QTimer(self)
+        self._timer.setInterval(interval_ms)
+        self._timer.timeout.connect(self._tick)
+
+    def start(self) -> None:
+        self.longest_ms, self.ticks = 0.0, 0
+        self._last = time.perf_counter()
+        self._timer.start()
+
+    def stop(self) -> None:
+        self._timer.stop()
+
+    def _tick(self) -> None:
+        now = time.perf_counter()
+        self.longest_ms = max(self.longest_ms, (now - self._last) * 1000 - self.interval_ms)
+        self._last = now
+        self.ticks += 1

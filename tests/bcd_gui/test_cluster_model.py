@@ -1,0 +1,128 @@
+"""The cluster tree model on hand-built session views (no engine needed for widget logic)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt
+from PySide6.QtWidgets import QTreeView
+
+from bcd_core.session_view import SessionSnapshot, TaskView, clusters_of
+from bcd_core.tuning.control import TuningControl
+from bcd_gui.cluster_model import COL_STATUS, COLUMNS, MIME_TYPE, ROLE_ITEM, ClusterTreeModel
+
+
+def task(index: int, cluster: str, position: int, representative: bool = False, **extra) -> TaskView:
+    values = dict(
+        index=index,
+        row_id=index + 1,
+        name=f"task{index}",
+        weight=1,
+        flops=1e6,
+        shapes=[[1, 8]],
+        operator_key=cluster,
+        sketch_key=cluster,
+        cluster_position=position,
+        cluster_key=cluster,
+        is_representative=representative,
+        cap=None,
+        status="queued",
+    )
+    values.update(extra)
+    return TaskView(**values)
+
+
+def snapshot(tasks: list[TaskView]) -> SessionSnapshot:
+    session = {"id": 1, "model_name": "m.onnx", "strategy": "bcd", "status": "running", "elapsed_s": 1.0}
+    return SessionSnapshot(session=session, tasks=tasks, clusters=clusters_of(tasks), timeline=[], metrics=[])
+
+
+def three_clusters() -> list[TaskView]:
+    return [
+        task(0, "conv", 0, representative=True),
+        task(1, "conv", 0),
+        task(2, "conv", 0),
+        task(3, "dense", 1),
+        task(4, "pool", 2),
+    ]
+
+
+def column(name: str) -> int:
+    return COLUMNS.index(name)
+
+
+def test_tree_shows_clusters_with_the_representative_first(qtbot) -> None:
+    tasks = three_clusters()
+    tasks[0] = replace(tasks[0], index=0)
+    model = ClusterTreeModel()
+    model.set_snapshot(snapshot([tasks[1], tasks[0], *tasks[2:]]))
+    assert model.rowCount() == 3
+    conv = model.index(0, 0)
+    assert model.rowCount(conv) == 3
+    assert "representative" in model.index(0, 0, conv).data()
+    assert model.index(0, 0, conv).data(ROLE_ITEM) == ("task", 0)
+    assert model.index(1, 0).data(ROLE_ITEM) == ("cluster", "dense")
+
+
+def test_updates_keep_selection_and_expansion_even_when_clusters_reorder(qtbot) -> None:
+    model = ClusterTreeModel()
+    view = QTreeView()
+    qtbot.addWidget(view)
+    view.setModel(model)
+    tasks = three_clusters()
+    model.set_snapshot(snapshot(tasks))
+    view.expandAll()
+    selected = model.index_of(("task", 2))
+    view.selectionModel().select(selected, QItemSelectionModel.SelectionFlag.ClearAndSelect)
+
+    # Numbers change only: same structure.
+    measured = [replace(t, trials=4, best_s=1e-4, status="tuning") for t in tasks]
+    model.set_snapshot(snapshot(measured))
+    assert [ix.data(ROLE_ITEM) for ix in view.selectionModel().selectedIndexes()] == [("task", 2)]
+    assert model.index_of(("task", 2), column("Trials")).data() == "4"
+
+    # The engine applied a new priority: pool first, conv last.
+    reordered = [replace(t, cluster_position={"pool": 0, "dense": 1, "conv": 2}[t.cluster_key]) for t in measured]
+    model.set_snapshot(snapshot(reordered))
+    assert model.index(0, 0).data(ROLE_ITEM) == ("cluster", "pool")
+    assert [ix.data(ROLE_ITEM) for ix in view.selectionModel().selectedIndexes()] == [("task", 2)]
+    assert view.isExpanded(model.index_of(("cluster", "conv")))
+
+
+def test_pending_requests_show_until_the_next_round(qtbot) -> None:
+    model = ClusterTreeModel()
+    model.set_snapshot(snapshot(three_clusters()))
+    control = TuningControl()
+    control.skip_task(3)
+    control.set_cluster_priority(["pool", "conv", "dense"])
+    model.set_pending(control.pending())
+    status = model.index_of(("task", 3), COL_STATUS).data()
+    assert "skip" in status and "pending" in status
+    assert model.index_of(("task", 3)).data(Qt.ItemDataRole.FontRole).italic()
+    assert "reorder" in model.index_of(("cluster", "pool"), COL_STATUS).data()
+    model.set_pending(control.take_pending()[:0])  # applied: nothing pending any more
+    assert "pending" not in model.index_of(("task", 3), COL_STATUS).data()
+
+
+def test_dragging_a_cluster_requests_a_new_priority_and_a_task_a_move(qtbot) -> None:
+    model = ClusterTreeModel()
+    model.set_snapshot(snapshot(three_clusters()))
+    with qtbot.waitSignal(model.priorityRequested) as reorder:
+        data = model.mimeData([model.index_of(("cluster", "pool"))])
+        model.dropMimeData(data, Qt.DropAction.MoveAction, 0, 0, QModelIndex())
+    assert reorder.args[0] == ["pool", "conv", "dense"]
+    with qtbot.waitSignal(model.moveRequested) as move:
+        data = model.mimeData([model.index_of(("task", 1))])
+        assert data.hasFormat(MIME_TYPE)
+        model.dropMimeData(data, Qt.DropAction.MoveAction, -1, 0, model.index_of(("cluster", "dense")))
+    assert move.args == [1, "dense"]
+
+
+def test_speedup_over_untuned_and_cluster_totals(qtbot) -> None:
+    tasks = [replace(t, best_s=1e-4, trials=8) for t in three_clusters()]
+    model = ClusterTreeModel()
+    model.set_snapshot(snapshot(tasks))
+    model.set_untuned({t.index: 1e-3 for t in tasks})
+    assert model.index_of(("task", 0), column("Speedup")).data() == "10.0x"
+    assert model.index_of(("cluster", "conv"), column("Trials")).data() == "24"
+    assert model.index_of(("cluster", "conv"), column("Best")).data() == "300.0 us"
