@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bcd_core.errors import StoreError
 from bcd_core.records.store import RecordStore
 
 # The states a task goes through, in the order a user sees them.
@@ -293,28 +294,50 @@ class Baseline:
     reached_at_s: float | None  # when the compared session first matched the baseline's final
 
 
-def baseline_for(store: RecordStore, snapshot: SessionSnapshot) -> Baseline | None:
-    """The newest stock-MetaSchedule session of the same model and target in this store."""
-    session = snapshot.session
-    if session["strategy"] == "metaschedule":
-        return None
-    candidates = [
+def _stock_sessions(store: RecordStore, model_hash: str, target: str) -> list[dict[str, Any]]:
+    return [
         s
         for s in store.sessions()
         if s["strategy"] == "metaschedule"
-        and s["model_hash"] == session["model_hash"]
-        and s["target_key"] == session["target_key"]
+        and s["model_hash"] == model_hash
+        and s["target_key"] == target
         and s["estimated_latency_s"] is not None
     ]
-    if not candidates:
+
+
+def baseline_for(store: RecordStore, snapshot: SessionSnapshot, look_beside: bool = True) -> Baseline | None:
+    """The newest stock-MetaSchedule session of the same model and target: in this store, or
+    (with `look_beside`) in another store in the same folder, as `bcd bench` writes them."""
+    session = snapshot.session
+    if session["strategy"] == "metaschedule":
         return None
-    chosen = candidates[-1]
-    timeline = session_timeline(store, chosen["id"])
+    found: tuple[RecordStore, dict[str, Any]] | None = None
+    candidates = _stock_sessions(store, session["model_hash"], session["target_key"])
+    if candidates:
+        found = (store, candidates[-1])
+    elif look_beside:
+        for path in sorted(store.path.parent.glob("*.db")):
+            if path.resolve() == store.path.resolve():
+                continue
+            try:
+                other = RecordStore(path, create=False)
+            except StoreError:
+                continue  # not a records database: not ours to read
+            candidates = _stock_sessions(other, session["model_hash"], session["target_key"])
+            if candidates:
+                found = (other, candidates[-1])
+                break
+            other.close()
+    if found is None:
+        return None
+    source, chosen = found
+    timeline = session_timeline(source, chosen["id"])
+    if source is not store:
+        source.close()
     if not timeline:
         return None
     final = min(latency for _, latency in timeline)
-    reached = first_time_at_or_below(snapshot.timeline, final)
-    return Baseline(chosen["id"], timeline, final, reached)
+    return Baseline(chosen["id"], timeline, final, first_time_at_or_below(snapshot.timeline, final))
 
 
 def preview_snapshot(

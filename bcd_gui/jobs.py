@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from bcd_core.records.store import RecordStore
 from bcd_core.session_view import load_snapshot
@@ -77,7 +77,9 @@ class TuneWorker(QObject):
         self.thread = QThread()
         self.moveToThread(self.thread)
         self.thread.started.connect(self.run)
-        self.finished.connect(self.thread.quit)
+        # Direct: the GUI thread may be blocked in thread.wait() (closing) and could not run a
+        # queued quit; QThread.quit is thread-safe.
+        self.finished.connect(self.thread.quit, Qt.ConnectionType.DirectConnection)
 
     def start(self) -> None:
         self.thread.start()

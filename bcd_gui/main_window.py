@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +40,10 @@ from bcd_core.records.json_io import export_json
 from bcd_core.records.store import RecordStore
 from bcd_core.report import write_report
 from bcd_core.session_view import (
+    Baseline,
     SessionSnapshot,
     baseline_for,
+    first_time_at_or_below,
     latest_round_predictions,
     load_snapshot,
     preview_snapshot,
@@ -90,6 +93,8 @@ class MainWindow(QMainWindow):
         self.colors = apply_theme(QApplication.instance(), self.theme_choice())  # type: ignore[arg-type]
         self._tune_started_at: float | None = None
         self._last_event: Any = None
+        self._baselines: dict[tuple[str, int], Baseline | None] = {}
+        self.ask_before_quitting = True  # a running tune is stopped (saved) only if the user agrees
 
         self._build_central()
         self._build_docks()
@@ -119,8 +124,11 @@ class MainWindow(QMainWindow):
         self.tree.setAcceptDrops(True)
         self.tree.setDropIndicatorShown(True)
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
-        self.tree.header().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        self.tree.header().setStretchLastSection(True)
+        header = self.tree.header()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        for column in range(1, 6):  # trials .. origin: short values that change while tuning
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
         self.tree.selectionModel().selectionChanged.connect(self._selection_changed)
 
         self.latency_plot = ModelLatencyPlot(self.colors)
@@ -275,9 +283,7 @@ class MainWindow(QMainWindow):
             theme_menu.addAction(action)
         self.tvm_log_action = QAction("TVM &details in the log", self, checkable=True)
         self.tvm_log_action.setToolTip("MetaSchedule's per-round task tables and info lines")
-        self.tvm_log_action.toggled.connect(
-            lambda on: logging.getLogger("tvm").setLevel(logging.INFO if on else logging.WARNING)
-        )
+        self.tvm_log_action.toggled.connect(self._set_tvm_details)
         view.addAction(self.tvm_log_action)
         view.addSeparator()
         for dock in (self.model_dock, self.provenance_dock, self.sessions_dock, self.log_dock):
@@ -331,6 +337,14 @@ class MainWindow(QMainWindow):
         bcd_logger = logging.getLogger("bcd")
         if bcd_logger.getEffectiveLevel() > logging.INFO:
             bcd_logger.setLevel(logging.INFO)
+        self._set_tvm_details(False)
+
+    @staticmethod
+    def _set_tvm_details(on: bool) -> None:
+        # MetaSchedule logs whole programs and task tables at INFO (bcd.ms.* per task): useful
+        # when debugging a schedule, noise otherwise.
+        for name in ("tvm", "bcd.ms"):
+            logging.getLogger(name).setLevel(logging.INFO if on else logging.WARNING)
 
     def _restore_layout(self) -> None:
         geometry = self.qsettings.value("geometry")
@@ -376,7 +390,7 @@ class MainWindow(QMainWindow):
         self.recent_menu.setEnabled(bool(items))
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        if self.worker is not None:
+        if self.worker is not None and self.ask_before_quitting:
             answer = QMessageBox.question(
                 self,
                 "Tuning is running",
@@ -386,9 +400,12 @@ class MainWindow(QMainWindow):
             if answer != QMessageBox.StandardButton.Yes:
                 event.ignore()
                 return
+        if self.worker is not None:
             self.worker.control.stop()
             self.worker.control.resume()
             self.worker.thread.wait()
+        for job in list(self.jobs):  # short jobs (timing, export): let them finish cleanly
+            job.wait()
         self.qsettings.setValue("geometry", self.saveGeometry())
         self.qsettings.setValue("windowState", self.saveState())
         for logger in ("bcd", "tvm"):
@@ -548,13 +565,25 @@ class MainWindow(QMainWindow):
         if self.worker is not None:
             self.tree_model.set_pending(self.worker.control.pending())
         self.overview.show_snapshot(snapshot, self.untuned)
-        baseline = baseline_for(self.reader, snapshot) if self.reader and snapshot.session_id else None
+        baseline = self._baseline(snapshot)
         self.latency_plot.update_view(snapshot, baseline)
         predictions = latest_round_predictions(self.reader, snapshot.session_id) if self.reader else []
         self.cost_plot.update_view(snapshot.metrics, predictions)
         self._refresh_task_views()
         self._update_status()
         self.snapshotShown.emit(snapshot)
+
+    def _baseline(self, snapshot: SessionSnapshot) -> Baseline | None:
+        """The stock run to compare with; looked up once per session (it may sit in another store)."""
+        if self.reader is None or not snapshot.session_id:
+            return None
+        key = (str(self.reader.path), snapshot.session_id)
+        if key not in self._baselines:
+            self._baselines[key] = baseline_for(self.reader, snapshot)
+        found = self._baselines[key]
+        if found is None:
+            return None
+        return replace(found, reached_at_s=first_time_at_or_below(snapshot.timeline, found.final_latency_s))
 
     def selected_items(self) -> list[tuple[str, Any]]:
         items = []
@@ -693,8 +722,8 @@ class MainWindow(QMainWindow):
         if first:
             self.tree.expandAll()
             self._resize_columns()
-            if self.reader is not None:
-                self.sessions.show_sessions(self.reader.sessions())
+        if self.reader is not None:  # the running session's trials and estimate, too
+            self.sessions.show_sessions(self.reader.sessions())
 
     def _tune_finished(self) -> None:
         worker = self.worker

@@ -28,6 +28,10 @@ class StallMeter(QObject):
     def stop(self) -> None:
         self._timer.stop()
 
+    @property
+    def running(self) -> bool:
+        return self._timer.isActive()
+
     def _tick(self) -> None:
         now = time.perf_counter()
         self.longest_ms = max(self.longest_ms, (now - self._last) * 1000 - self.interval_ms)

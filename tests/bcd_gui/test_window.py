@@ -179,3 +179,18 @@ def test_launcher_parses_its_options() -> None:
 
     args = build_parser().parse_args(["model.onnx", "--db", "x.db"])
     assert (args.model, args.db) == ("model.onnx", "x.db")
+
+
+def test_closing_while_tuning_stops_after_the_batch_and_keeps_it(qtbot, window, tiny_mlp: Path) -> None:
+    open_and_wait(qtbot, window, tiny_mlp)
+    window.start_tune(TuneSettings(trials_per_task=40, trials_per_round=2), "llvm", new_session=True)
+    worker = window.worker
+    rounds: list[RoundFinished] = []
+    worker.event.connect(lambda e: rounds.append(e) if isinstance(e, RoundFinished) else None)
+    qtbot.waitUntil(lambda: len(rounds) >= 1, timeout=120_000)
+    window.ask_before_quitting = False
+    window.close()  # returns once the batch in flight is saved (it must not deadlock)
+    assert worker.thread.isFinished()
+    session = RecordStore(window.db_path).session(worker.session_id)
+    assert session["status"] == "stopped"
+    assert session["trials_done"] >= rounds[-1].trials_done
