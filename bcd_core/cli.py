@@ -6,8 +6,10 @@ import argparse
 import json
 import logging
 import signal
+import sqlite3
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +184,8 @@ def settings_from_args(args: argparse.Namespace) -> Any:
     from bcd_core.model_import import parse_input_shapes
     from bcd_core.tuning.settings import TuneSettings
 
+    if args.runner != "rpc" and (args.tracker or args.key):  # likely a forgotten --runner rpc
+        raise BcdError("--tracker and --key choose remote servers: add --runner rpc (or drop them to measure here)")
     try:
         return TuneSettings(
             strategy=args.strategy,
@@ -190,6 +194,9 @@ def settings_from_args(args: argparse.Namespace) -> Any:
             cluster_mode=args.cluster_mode,
             seed=args.seed,
             input_shapes={k: list(v) for k, v in parse_input_shapes(args.input_shape).items()},
+            runner=args.runner,
+            tracker=args.tracker or "",
+            tracker_key=args.key or "",
         )
     except ValueError as err:
         raise BcdError(str(err)) from err
@@ -220,10 +227,18 @@ def cmd_tune(args: argparse.Namespace) -> int:
     target = parse_target(args.target)
     db_path = Path(args.db) if args.db else default_db_path(args.model)
     print(f"records: {db_path}", file=sys.stderr)
+    if args.resume is not None:  # that session's own settings; model and target must still match
+        from bcd_core.records.store import RecordStore
+        from bcd_core.tuning.session import settings_of_session
+
+        with closing(RecordStore(db_path, create=False)) as store:
+            settings = settings_of_session(store.session(args.resume), settings)
     control = TuningControl()
     previous = signal.signal(signal.SIGINT, _graceful_interrupt(control))
     try:
-        run = run_session(args.model, db_path, target, settings, [ProgressBar()], args.new_session, control)
+        run = run_session(
+            args.model, db_path, target, settings, [ProgressBar()], args.new_session, control, args.resume
+        )
     except KeyboardInterrupt:
         print("\ninterrupted: every finished round is saved; run the same command again to resume", file=sys.stderr)
         return 130
@@ -361,6 +376,16 @@ def _add_budget_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
 
 
+def _add_runner_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--runner", default="local", choices=["local", "rpc"], help="where candidates are timed (builds stay here)"
+    )
+    parser.add_argument(
+        "--tracker", metavar="HOST:PORT", help="with --runner rpc: the `python -m tvm.exec.rpc_tracker` to ask"
+    )
+    parser.add_argument("--key", metavar="KEY", help="with --runner rpc: the device key the RPC servers registered")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bcd", description=__doc__)
     parser.add_argument("--version", action="version", version=f"bcd {__version__}")
@@ -378,8 +403,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_options(tune)
     tune.add_argument("--strategy", default="bcd", choices=["bcd", "metaschedule"])
     _add_budget_options(tune)
+    _add_runner_options(tune)
     tune.add_argument("--db", help="records database (default runs/MODEL.db)")
     tune.add_argument("--new-session", action="store_true", help="start over instead of resuming")
+    tune.add_argument(
+        "--resume", type=int, metavar="SESSION", help="continue this session (its settings; same model and target)"
+    )
     tune.add_argument("--out", help="also export the tuned module here and check it")
     tune.add_argument("--no-check", action="store_true", help="with --out: skip the onnxruntime check")
     tune.set_defaults(func=cmd_tune)
@@ -388,6 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("model")
     _add_model_options(bench)
     _add_budget_options(bench)
+    _add_runner_options(bench)  # the tunes only: both compiled models are timed on this machine
     bench.add_argument("--out", help="folder for stores, timelines, plot, JSON (default runs/bench-MODEL)")
     bench.add_argument("--runs", type=int, default=50, help="runs for each measured latency")
     bench.set_defaults(func=cmd_bench, strategy="bcd")
@@ -450,6 +480,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except BcdError as err:
         print(f"bcd: error: {err}", file=sys.stderr)
+        return 2
+    except sqlite3.DatabaseError as err:  # damage past what opening a store checks (readers skip the full check)
+        store = getattr(args, "db", None) or "the records database"
+        print(f"bcd: error: {store} is damaged ({err}); restore it from a backup, or use another --db", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)

@@ -18,6 +18,7 @@ class UnsupportedOperatorError(BcdError):
         msg = f"unsupported ONNX operator(s): {names}. TVM's Relax ONNX frontend cannot import them"
         if detail:
             msg += f" ({detail})"
+        msg += "; export the model without them (or with another opset)"
         super().__init__(msg)
 
 
@@ -30,6 +31,10 @@ class DynamicShapeError(BcdError):
             f"input '{input_name}' has a dynamic shape {dims}; tuning needs static shapes. "
             f"Fix it with --input-shape {example}"
         )
+
+
+class TensorSizeError(BcdError):
+    """A tensor of the model is empty (a zero dimension) or too large to allocate."""
 
 
 class TargetError(BcdError):

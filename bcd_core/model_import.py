@@ -13,9 +13,12 @@ import tvm
 from tvm import relax
 from tvm.target import Target
 
-from bcd_core.errors import DynamicShapeError, ModelLoadError, UnsupportedOperatorError
+from bcd_core.errors import DynamicShapeError, ModelLoadError, TensorSizeError, UnsupportedOperatorError
 
 ONNX_DOMAINS = ("", "ai.onnx")
+# Larger tensors would not fit in memory when candidates are measured (inputs, outputs and
+# intermediates are allocated for every run), so such models are refused before import.
+MAX_TENSOR_BYTES = 4 << 30
 ONNX_TO_NUMPY = {
     onnx.TensorProto.FLOAT: "float32",
     onnx.TensorProto.FLOAT16: "float16",
@@ -82,13 +85,18 @@ def load_onnx(path: str | Path) -> onnx.ModelProto:
     if not path.is_file():
         raise ModelLoadError(f"model file not found: {path}")
     if path.stat().st_size == 0:
-        raise ModelLoadError(f"{path} is empty, not an ONNX model")
+        raise ModelLoadError(f"{path} is empty, not an ONNX model; choose the .onnx file your exporter wrote")
     try:
         model = onnx.load(str(path))
     except Exception as err:  # protobuf DecodeError and friends
-        raise ModelLoadError(f"{path} is not a readable ONNX model (truncated or not ONNX): {err}") from err
+        raise ModelLoadError(
+            f"{path} is not a readable ONNX model (truncated or not ONNX): {err}; download or export it again, "
+            "or choose another file"
+        ) from err
     if not model.graph.node or not model.opset_import:
-        raise ModelLoadError(f"{path} is not an ONNX model: it holds no graph (is it truncated?)")
+        raise ModelLoadError(
+            f"{path} is not an ONNX model: it holds no graph (is it truncated?); download or export it again"
+        )
     try:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as err:
@@ -147,11 +155,67 @@ def _apply_shapes(inputs: list[InputSpec], overrides: dict[str, tuple[int, ...]]
 
 def _check_static(inputs: list[InputSpec]) -> None:
     for spec in inputs:
+        if 0 in spec.shape:  # not "dynamic": a fixed size of nothing, which tuning would divide by
+            example = ",".join("N" if d == 0 else str(d) if isinstance(d, int) and d > 0 else "1" for d in spec.shape)
+            raise TensorSizeError(
+                f"input '{spec.name}' has a zero-size dimension in its shape {list(spec.shape)}, so there is "
+                f"nothing to compute; give it its real size with --input-shape {spec.name}={example}"
+            )
         if not spec.is_static:
             example = ",".join(str(d) if isinstance(d, int) and d > 0 else "1" for d in spec.shape)
             raise DynamicShapeError(spec.name, list(spec.shape), f"{spec.name}={example}")
         if spec.dtype.startswith("onnx-type"):
-            raise ModelLoadError(f"input '{spec.name}' has an element type bcd cannot feed ({spec.dtype})")
+            type_name = onnx.TensorProto.DataType.Name(int(spec.dtype.removeprefix("onnx-type-")))
+            raise ModelLoadError(
+                f"input '{spec.name}' has element type {type_name}, which bcd cannot feed (it tunes numeric "
+                "inputs: float, int, bool); re-export the model with a numeric input"
+            )
+
+
+def _tensor_bytes(value: onnx.ValueInfoProto) -> int | None:
+    """Bytes of a tensor whose shape is fully known, else None."""
+    tensor_type = value.type.tensor_type
+    dims = tensor_type.shape.dim
+    if not value.type.HasField("tensor_type") or not all(d.HasField("dim_value") for d in dims):
+        return None
+    try:
+        itemsize = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type)).itemsize
+    except (KeyError, TypeError, ValueError):  # strings, float8 and friends: no fixed size here
+        return None
+    return int(np.prod([d.dim_value for d in dims], dtype=object)) * itemsize
+
+
+def check_tensor_sizes(model: onnx.ModelProto, inputs: list[InputSpec], limit: int = MAX_TENSOR_BYTES) -> None:
+    """Refuse a model any of whose tensors (inputs, intermediates, outputs) would exceed `limit`
+    bytes, from static shapes only: nothing is allocated. Intermediates come from ONNX shape
+    inference with the inputs fixed; TVM's constant folding would otherwise allocate them."""
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    fixed = {spec.name: spec.shape for spec in inputs}
+    for value in probe.graph.input:
+        if value.name in fixed:
+            value.type.tensor_type.shape.ClearField("dim")
+            for size in fixed[value.name]:
+                value.type.tensor_type.shape.dim.add().dim_value = int(size)  # type: ignore[arg-type]
+    try:
+        probe = onnx.shape_inference.infer_shapes(probe, data_prop=True)
+    except Exception:  # over 2 GB or not inferable: the inputs' own sizes are still checked
+        pass
+    producers = {out: node.op_type for node in probe.graph.node for out in node.output}
+    for value in [*probe.graph.input, *probe.graph.value_info, *probe.graph.output]:
+        size = _tensor_bytes(value)
+        if size is None or size <= limit:
+            continue
+        dims = [d.dim_value for d in value.type.tensor_type.shape.dim]
+        dtype = ONNX_TO_NUMPY.get(value.type.tensor_type.elem_type, "tensor")
+        what = f"input '{value.name}'" if value.name in fixed else f"tensor '{value.name}'"
+        if value.name in producers:
+            what += f" (output of {producers[value.name]})"
+        raise TensorSizeError(
+            f"{what} would take {size / (1 << 30):,.1f} GiB ({dtype} {dims}); bcd refuses tensors over "
+            f"{limit >> 30} GiB, which would not fit in memory when measuring. Use smaller input shapes "
+            "(--input-shape NAME=D1,D2,...) or a smaller model"
+        )
 
 
 def static_inputs(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None) -> list[InputSpec]:
@@ -169,6 +233,7 @@ def import_model(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | No
     if missing:
         raise UnsupportedOperatorError(missing)
     inputs = static_inputs(model, input_shapes)
+    check_tensor_sizes(model, inputs)
     from tvm.relax.frontend.onnx import from_onnx
 
     try:

@@ -138,16 +138,18 @@ def load_snapshot(store: RecordStore, session_id: int) -> SessionSnapshot:
             [session_id],
         )
     }
-    # The best trial per task and where it came from (ties: the earliest).
+    # The best trial per task and where it came from (ties: the earliest). min() per task, then
+    # one index lookup for its origin: both served by the store's covering index, where ranking
+    # every trial with a window function sorted all of them (0.5 s at 100 000 trials).
     best = {
         task_id: (latency, origin)
         for task_id, latency, origin in _grouped(
             store,
-            "select task_id, latency_s, origin from ("
-            " select task_id, latency_s, origin, row_number() over"
-            " (partition by task_id order by latency_s, id) as rank"
-            " from trials where session_id = ? and latency_s is not null) where rank = 1",
-            [session_id],
+            "select b.task_id, b.latency_s, (select t.origin from trials t where t.session_id = ?"
+            " and t.task_id = b.task_id and t.latency_s = b.latency_s order by t.id limit 1)"
+            " from (select task_id, min(latency_s) as latency_s from trials"
+            " where session_id = ? and latency_s is not null group by task_id) b",
+            [session_id, session_id],
         )
     }
     settings = json.loads(session["settings"] or "{}")
@@ -207,18 +209,26 @@ def clusters_of(tasks: list[TaskView]) -> list[ClusterView]:
 
 
 def task_best_curve(store: RecordStore, session_id: int, task_row_id: int) -> list[tuple[int, float]]:
-    """(trial number within the task, best latency so far) after each valid trial."""
+    """(trial number within the task, best latency so far): the corners of the best-so-far
+    curve only, i.e. each trial that improved the best, the trial just before the next
+    improvement, and the task's last trial. Joined by lines (or drawn as steps) they give the
+    same picture as one point per valid trial, with hundreds of points instead of thousands."""
     rows = _grouped(
         store,
         "select latency_s from trials where session_id = ? and task_id = ? order by id",
         [session_id, task_row_id],
     )
-    curve, best = [], float("inf")
+    curve: list[tuple[int, float]] = []
+    best = float("inf")
     for number, (latency,) in enumerate(rows, start=1):
-        if latency is not None and latency < best:
-            best = latency
-        if best < float("inf"):
-            curve.append((number, best))
+        if latency is None or latency >= best:
+            continue
+        if curve and curve[-1][0] != number - 1:
+            curve.append((number - 1, best))  # the flat stretch ends here
+        best = latency
+        curve.append((number, best))
+    if curve and curve[-1][0] != len(rows):
+        curve.append((len(rows), best))
     return curve
 
 

@@ -11,6 +11,7 @@ from tvm.target import Target, codegen
 from bcd_core.errors import TargetError
 
 HOST_ALIASES = {"", "llvm", "cpu", "host"}
+MAX_DETAIL_CHARS = 200  # of TVM's own explanation, which can list every option of a kind
 
 
 def host_core_count() -> int:
@@ -53,11 +54,16 @@ def parse_target(spec: str | dict[str, Any] | None, num_cores: int | None = None
         try:
             config = json.loads(spec)
         except json.JSONDecodeError as err:
-            raise TargetError(f"target is not valid JSON ({err.msg} at column {err.colno}): {spec}") from err
+            raise TargetError(
+                f"target is not valid JSON ({err.msg} at column {err.colno}): {spec}; write a complete JSON dict "
+                'such as \'{"kind": "llvm", "num-cores": 4}\' (in single quotes in the shell)'
+            ) from err
     try:
         target = Target(config)
     except Exception as err:  # TVM raises ValueError / TVMError with long texts
         first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        # TVM appends "Target creation from ... failed: <the spec again>" and may list every option.
+        first_line = first_line.split(" Target creation from")[0].rstrip(".")[:MAX_DETAIL_CHARS]
         raise TargetError(
             f"unknown or malformed target {spec!r}: {first_line}. Use 'llvm' for this CPU, "
             'a JSON dict such as \'{"kind": "llvm", "num-cores": 4}\', or a tag such as nvidia/nvidia-h100'
@@ -66,7 +72,16 @@ def parse_target(spec: str | dict[str, Any] | None, num_cores: int | None = None
         mcpu = target.attrs.get("mcpu")
         triple = target.attrs.get("mtriple") or codegen.llvm_get_system_triple()
         if mcpu and not codegen.llvm_is_valid_cpu(str(mcpu), str(triple)):
-            raise TargetError(f"LLVM does not know the CPU mcpu={mcpu!r}")
+            raise TargetError(
+                f"LLVM does not know the CPU mcpu={mcpu!r}; leave mcpu out (or use --target llvm for this "
+                "CPU), or name a CPU that `llc -mcpu=help` lists"
+            )
+        cores = target.attrs.get("num-cores")
+        if cores is not None and int(cores) < 1:
+            raise TargetError(
+                f"num-cores={int(cores)} in target {spec!r} is not a number of CPU cores; give a positive "
+                "number such as 4, or use --target llvm for all of this CPU"
+            )
     return _with_llvm_host(target)
 
 

@@ -10,7 +10,7 @@ import tvm
 from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
 
-from bcd_core.errors import DynamicShapeError
+from bcd_core.errors import DynamicShapeError, TensorSizeError
 from bcd_core.model_import import fuse_for_tuning
 from bcd_core.tvm_speedups import load_tensor_intrinsics
 
@@ -89,7 +89,14 @@ def _static_shapes(task_name: str, mod: tvm.IRModule) -> tuple[list[list[int]], 
         dims = list(arg.shape)
         if not all(isinstance(d, tvm.tirx.IntImm) or isinstance(d, int) for d in dims):
             raise DynamicShapeError(task_name, [str(d) for d in dims], "NAME=D1,D2,... for the model input")
-        shapes.append([int(d) for d in dims])
+        shape = [int(d) for d in dims]
+        if 0 in shape:  # MetaSchedule divides by loop extents: tuning this task would crash
+            raise TensorSizeError(
+                f"task {task_name} works on a zero-size tensor (shape {shape}): that part of the model computes "
+                "nothing and cannot be tuned; re-export the model without it (look for a Slice, Reshape or Split "
+                "that leaves 0 elements) or fix the input shapes with --input-shape"
+            )
+        shapes.append(shape)
         dtypes.append(str(arg.dtype))
     return shapes, dtypes
 

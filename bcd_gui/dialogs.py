@@ -13,6 +13,7 @@ from bcd_core.errors import (
     ModelLoadError,
     StoreError,
     TargetError,
+    TensorSizeError,
     UnsupportedOperatorError,
 )
 
@@ -31,6 +32,8 @@ def explain(error: BaseException, doing: str) -> Explanation:
         UnsupportedOperatorError: "Export the model without these operators (or with another opset) and open it again.",
         DynamicShapeError: "Enter the input's shape under Settings > Input shapes (NAME=1,3,224,224), then open or "
         "tune again.",
+        TensorSizeError: "Enter a realistic input shape under Settings > Input shapes (NAME=1,3,224,224), or "
+        "re-export the model.",
         TargetError: "Correct the target under Settings: 'llvm' tunes for this CPU.",
         StoreError: "Choose another records database (bcd-gui --db PATH) or close the other program using it.",
         MissingRecordError: "Tune the listed tasks first (Tune, or resume the session).",

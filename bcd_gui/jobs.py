@@ -7,6 +7,8 @@ signals, so no widget is touched from a worker and the event loop never waits on
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +25,17 @@ from bcd_core.tuning.session import run_session
 from bcd_core.tuning.settings import TuneSettings
 
 log = logging.getLogger("bcd.gui")
+ENGINE_NICENESS = 5  # engine threads (and the processes and threads they start) yield to the GUI
+
+
+def yield_cpu_to_the_gui() -> None:
+    """Lower this thread's scheduling priority. On 2 cores the tuner's search threads and
+    build workers otherwise keep the GUI thread waiting for a core for 100+ ms. Linux
+    applies nice per thread, and threads and processes started from here inherit it."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), ENGINE_NICENESS)
+    except (AttributeError, OSError):  # not Linux, or not permitted: only responsiveness suffers
+        pass
 
 
 class BackgroundJob(QThread):
@@ -40,6 +53,7 @@ class BackgroundJob(QThread):
         self._work = work
 
     def run(self) -> None:
+        yield_cpu_to_the_gui()
         try:
             result = self._work(lambda step, total, text: self.progressed.emit(step, total, text))
         except Exception as err:  # reported to the user as a dialog; the app keeps running
@@ -64,9 +78,11 @@ class TuneWorker(QObject):
         target_spec: str,
         settings: TuneSettings,
         new_session: bool = False,
+        resume_session_id: int | None = None,
     ) -> None:
         super().__init__()
         self.model_path = Path(model_path)
+        self.resume_session_id = resume_session_id
         self.db_path = Path(db_path)
         self.target_spec = target_spec
         self.settings = settings
@@ -86,10 +102,18 @@ class TuneWorker(QObject):
 
     @Slot()
     def run(self) -> None:
+        yield_cpu_to_the_gui()
         try:
             target = parse_target(self.target_spec)
             run_session(
-                self.model_path, self.db_path, target, self.settings, [self._on_event], self.new_session, self.control
+                self.model_path,
+                self.db_path,
+                target,
+                self.settings,
+                [self._on_event],
+                self.new_session,
+                self.control,
+                self.resume_session_id,
             )
         except Exception as err:
             log.debug("tuning failed:\n%s", traceback.format_exc())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -55,7 +56,7 @@ from bcd_core.tuning.events import RoundFinished, SessionFinished, SessionMessag
 from bcd_core.tuning.session import prepare_model
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.untuned import measure_untuned
-from bcd_gui.cluster_model import ROLE_ITEM, ClusterTreeModel
+from bcd_gui.cluster_model import COLUMNS, ROLE_ITEM, ClusterTreeModel
 from bcd_gui.dialogs import show_error
 from bcd_gui.jobs import BackgroundJob, TuneWorker
 from bcd_gui.panels import LogPanel, OverviewPanel, ProvenancePanel, QtLogHandler, SessionsPanel, SettingsPanel
@@ -65,6 +66,19 @@ from bcd_gui.theme import THEME_CHOICES, apply_theme
 
 log = logging.getLogger("bcd.gui")
 MAX_RECENT = 8
+GIL_SWITCH_INTERVAL_S = 0.001
+COLUMN_WIDTHS_EM = {
+    "Task": 22,
+    "Trials": 5,
+    "Best": 6,
+    "Speedup": 5.5,
+    "Status": 6.5,
+    "Origin": 6,
+    "Weight": 5,
+    "FLOPs": 5.5,
+    "Shapes": 16,
+    "Key": 12,
+}
 DEFAULT_RUNS_DIR = Path("runs")  # the same default as `bcd tune`, so both see the same records
 
 
@@ -95,6 +109,10 @@ class MainWindow(QMainWindow):
         self._last_event: Any = None
         self._baselines: dict[tuple[str, int], Baseline | None] = {}
         self.ask_before_quitting = True  # a running tune is stopped (saved) only if the user agrees
+        # The tuner thread runs Python too (search callbacks, cost model, records). With the
+        # default 5 ms switch interval every paint (a Python call per cell) can wait 5 ms per
+        # call for the GIL; 1 ms keeps the window responsive at a small cost to the tuner.
+        sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
 
         self._build_central()
         self._build_docks()
@@ -124,12 +142,13 @@ class MainWindow(QMainWindow):
         self.tree.setAcceptDrops(True)
         self.tree.setDropIndicatorShown(True)
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
+        # Interactive, not ResizeToContents: measuring contents calls data() for every row on
+        # every update, and each call needs the GIL that the tuner thread is using.
         header = self.tree.header()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        for column in range(1, 6):  # trials .. origin: short values that change while tuning
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
         self.tree.selectionModel().selectionChanged.connect(self._selection_changed)
+        self._resize_columns()
 
         self.latency_plot = ModelLatencyPlot(self.colors)
         self.task_plot = TaskCurvesPlot(self.colors)
@@ -544,8 +563,11 @@ class MainWindow(QMainWindow):
         return True
 
     def _resize_columns(self) -> None:
-        for column in range(self.tree_model.columnCount()):
-            self.tree.resizeColumnToContents(column)
+        """Widths from the font, not from the contents: measuring contents calls data() for
+        every cell, and each call waits for the GIL while the tuner thread runs Python."""
+        em = self.tree.fontMetrics().horizontalAdvance("M")
+        for column, name in enumerate(COLUMNS):
+            self.tree.setColumnWidth(column, int(COLUMN_WIDTHS_EM.get(name, 8) * em))
 
     # -- showing a session ----------------------------------------------------------------
     def show_session(self, session_id: int) -> None:
@@ -640,7 +662,11 @@ class MainWindow(QMainWindow):
 
     # -- tuning ---------------------------------------------------------------------------
     def start_tune(
-        self, settings: TuneSettings | None = None, target_spec: str | None = None, new_session: bool | None = None
+        self,
+        settings: TuneSettings | None = None,
+        target_spec: str | None = None,
+        new_session: bool | None = None,
+        resume_session_id: int | None = None,
     ) -> None:
         if self.worker is not None or self.model_path is None or self.db_path is None:
             return
@@ -657,10 +683,14 @@ class MainWindow(QMainWindow):
                 self.model_hash, target_key(target), settings.strategy, settings.identity()
             )
             new_session = existing is not None and existing["status"] == "completed"
-        self.worker = TuneWorker(self.model_path, self.db_path, target_spec, settings, bool(new_session))
+        self.worker = TuneWorker(
+            self.model_path, self.db_path, target_spec, settings, bool(new_session), resume_session_id
+        )
         self.worker.event.connect(self._on_event)
         self.worker.snapshot.connect(self._on_worker_snapshot)
-        self.worker.failed.connect(lambda err: self.report_error(err, "tune"))
+        # A bound method, not a lambda: the worker lives in its own thread, so a lambda would run
+        # there and build the error dialog off the GUI thread (Qt refuses to parent it).
+        self.worker.failed.connect(self._tune_failed)
         self.worker.failed.connect(self.tuneFinished.emit)
         self.worker.finished.connect(self._tune_finished)
         self._tune_started_at = time.monotonic()
@@ -683,9 +713,16 @@ class MainWindow(QMainWindow):
                 "resume the session",
             )
             return
-        # The session's own settings and target: the engine finds it by them and continues it.
-        stored = TuneSettings(**json.loads(session["settings"] or "{}"))
-        self.start_tune(stored, session["target"], new_session=False)
+        # The session's own settings and target; the engine refuses, with a dialog, if the
+        # model, target or tool version no longer match.
+        try:  # measured where the panel says now (here or remote): not part of the identity
+            stored = replace(
+                TuneSettings(**json.loads(session["settings"] or "{}")), **self.settings_panel.runner_settings()
+            )
+        except ValueError as err:
+            self.report_error(err, "resume the session")
+            return
+        self.start_tune(stored, session["target"], new_session=False, resume_session_id=session_id)
 
     def _on_event(self, event: Any) -> None:
         self._last_event = event
@@ -721,9 +758,11 @@ class MainWindow(QMainWindow):
         self.show_snapshot(snapshot)
         if first:
             self.tree.expandAll()
-            self._resize_columns()
         if self.reader is not None:  # the running session's trials and estimate, too
             self.sessions.show_sessions(self.reader.sessions())
+
+    def _tune_failed(self, error: BaseException) -> None:
+        self.report_error(error, "tune")
 
     def _tune_finished(self) -> None:
         worker = self.worker

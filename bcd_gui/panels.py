@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 from bcd_core.formatting import format_duration, format_flops, format_latency
 from bcd_core.model_import import parse_input_shapes
 from bcd_core.session_view import Provenance, SessionSnapshot
-from bcd_core.tuning.settings import STRATEGIES, TuneSettings
+from bcd_core.tuning.settings import RUNNERS, STRATEGIES, TuneSettings
 
 DEFAULTS = TuneSettings()
 
@@ -53,6 +53,17 @@ class SettingsPanel(QWidget):
         self.trials_per_round.setValue(DEFAULTS.trials_per_round)
         self.input_shapes = QLineEdit()
         self.input_shapes.setPlaceholderText("only for dynamic inputs: NAME=1,3,224,224; ...")
+        # Where candidates are timed: here, or on servers behind TVM's RPC tracker.
+        self.runner = QComboBox()
+        self.runner.addItems(list(RUNNERS))
+        self.runner.setCurrentText(DEFAULTS.runner)
+        self.runner.setToolTip("local: time candidates on this machine; rpc: on the RPC tracker's servers")
+        self.tracker = QLineEdit(DEFAULTS.tracker)
+        self.tracker.setPlaceholderText("HOST:PORT of python -m tvm.exec.rpc_tracker")
+        self.tracker_key = QLineEdit(DEFAULTS.tracker_key)
+        self.tracker_key.setPlaceholderText("the --key the RPC servers registered with")
+        self.runner.currentTextChanged.connect(lambda _: self._enable_remote_fields(True))
+        self._enable_remote_fields(True)
         for label, widget in (
             ("Target", self.target),
             ("Strategy", self.strategy),
@@ -60,8 +71,25 @@ class SettingsPanel(QWidget):
             ("Trials per task", self.trials_per_task),
             ("Measured per round", self.trials_per_round),
             ("Input shapes", self.input_shapes),
+            ("Runner", self.runner),
+            ("Tracker", self.tracker),
+            ("Device key", self.tracker_key),
         ):
             form.addRow(label, widget)
+
+    def _enable_remote_fields(self, idle: bool) -> None:
+        remote = self.runner.currentText() == "rpc"
+        self.tracker.setEnabled(idle and remote)
+        self.tracker_key.setEnabled(idle and remote)
+
+    def runner_settings(self) -> dict[str, str]:
+        """The measurement place, which is not part of a session's identity: a resumed session
+        is measured where the panel says now."""
+        return {
+            "runner": self.runner.currentText(),
+            "tracker": self.tracker.text().strip(),
+            "tracker_key": self.tracker_key.text().strip(),
+        }
 
     def shape_overrides(self) -> dict[str, tuple[int, ...]]:
         items = [part.strip() for part in self.input_shapes.text().split(";") if part.strip()]
@@ -74,6 +102,7 @@ class SettingsPanel(QWidget):
             trials_per_round=self.trials_per_round.value(),
             cluster_mode=self.cluster_mode.currentText(),
             input_shapes={k: list(v) for k, v in self.shape_overrides().items()},
+            **self.runner_settings(),
         )
 
     def set_enabled_for_tuning(self, idle: bool) -> None:
@@ -84,8 +113,10 @@ class SettingsPanel(QWidget):
             self.trials_per_task,
             self.trials_per_round,
             self.input_shapes,
+            self.runner,
         ):
             widget.setEnabled(idle)
+        self._enable_remote_fields(idle)
 
 
 class OverviewPanel(QWidget):

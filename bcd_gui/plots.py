@@ -78,14 +78,21 @@ class ModelLatencyPlot(QWidget):
 
 
 def _steps(timeline: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
-    """Best-so-far estimate as a staircase, in minutes and milliseconds."""
+    """Best-so-far estimate as a staircase, in minutes and milliseconds. Only its corners:
+    rounds that do not lower the best add no point (they lie on the flat stretch), so a
+    100 000-trial session draws hundreds of points, not one pair per round."""
     xs, ys, best = [], [], float("inf")
     for elapsed, estimate in timeline:
+        if estimate >= best:
+            continue
         if xs:
             xs.append(elapsed / 60)
             ys.append(best * 1e3)
-        best = min(best, estimate)
+        best = estimate
         xs.append(elapsed / 60)
+        ys.append(best * 1e3)
+    if xs and timeline[-1][0] / 60 != xs[-1]:  # the flat stretch runs to the last round
+        xs.append(timeline[-1][0] / 60)
         ys.append(best * 1e3)
     return xs, ys
 

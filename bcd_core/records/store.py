@@ -9,6 +9,7 @@ which is backed by the same tables.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import sqlite3
@@ -25,10 +26,21 @@ import sqlite_utils
 from bcd_core import __version__
 from bcd_core.errors import StoreError
 
+log = logging.getLogger("bcd.records")
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x0BCD0001  # PRAGMA application_id: tells our files from foreign SQLite files
 BUSY_TIMEOUT_MS = 5000
+MAX_DAMAGE_CHARS = 160  # of SQLite's description of what is damaged where
 FAILED_RUN_SECS = 1e10  # what MetaSchedule's own databases store for a failed candidate
+# Covering indexes for what viewers read per session (session_view): trial counts and best
+# latency per task without reading the trials' traces, and the latest round at once.
+VIEW_INDEXES = {
+    "idx_trials_session_task_latency": "session_id, task_id, latency_s, origin",
+    "idx_trials_session_round": "session_id, round",
+}
+# A prefix of the covering index that SQLite's planner would still pick for "order by id"
+# lookups, reading every trial's row (trace included) instead of the index: dropped.
+SUPERSEDED_INDEXES = ("idx_trials_session_id_task_id",)
 
 SESSION_RUNNING = "running"
 SESSION_INTERRUPTED = "interrupted"
@@ -88,9 +100,17 @@ class RecordStore:
     def _explain(self, err: sqlite3.DatabaseError) -> str:
         text = str(err)
         if "locked" in text or "busy" in text:
-            return f"{self.path} is locked by another process; wait for it or use another --db"
-        if "not a database" in text or "malformed" in text:
-            return f"{self.path} is not a bcd records database (not SQLite, or damaged): {text}"
+            return (
+                f"{self.path} is locked: another process (another bcd or bcd-gui, or an SQLite tool) holds a write "
+                "lock on it; wait for it to finish or close it, or use another --db"
+            )
+        if "not a database" in text:
+            return f"{self.path} is not an SQLite file, so not a bcd records database ({text}); use another --db path"
+        if "malformed" in text or "corrupt" in text:
+            return (
+                f"{self.path} is damaged ({text}); bcd does not write to a damaged store. Restore it from a "
+                "backup, or use another --db path"
+            )
         return f"cannot use records database {self.path}: {text}"
 
     # -- schema ---------------------------------------------------------------------------
@@ -103,6 +123,7 @@ class RecordStore:
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             with self.db.atomic():
                 self._create_schema()
+                self._ensure_view_indexes()
             return
         if app_id != APPLICATION_ID or "meta" not in tables:
             raise StoreError(
@@ -117,6 +138,19 @@ class RecordStore:
             )
         if self.db.journal_mode != "wal":
             self.db.enable_wal()
+        self._ensure_view_indexes()
+
+    def _ensure_view_indexes(self) -> None:
+        """Indexes that keep viewers fast on big stores (docs/load_bench.py), added to stores
+        written before them too: same schema version, since older bcd versions read them fine."""
+        try:
+            for name, columns in VIEW_INDEXES.items():
+                self.db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON trials ({columns})")
+            for name in SUPERSEDED_INDEXES:
+                self.db.execute(f"DROP INDEX IF EXISTS {name}")
+        except sqlite3.OperationalError as err:
+            # Locked by a writer or read-only: the store still works, only slower to view.
+            log.warning("could not add index to %s (%s); viewing it may be slow", self.path, err)
 
     def _create_schema(self) -> None:
         db = self.db
@@ -204,7 +238,7 @@ class RecordStore:
             foreign_keys=[("workload_id", "workloads", "id")],
         )
         db["trials"].create_index(["workload_id", "target_key", "latency_s"])
-        db["trials"].create_index(["session_id", "task_id"])
+        # (session_id, task_id) lookups use VIEW_INDEXES' covering index, added by _ensure_view_indexes.
         db["timeline"].create(
             {
                 "id": int,
@@ -253,6 +287,18 @@ class RecordStore:
             except sqlite3.OperationalError as err:
                 raise StoreError(self._explain(err)) from err
 
+    def check_integrity(self) -> None:
+        """Refuse a damaged file before writing to it (writes would spread the damage). Reads
+        every page (about a second per 500 MB), so tunes pay it once at the start, viewers never."""
+        with self._lock:
+            try:
+                problems = [str(row[0]) for row in self.db.execute("PRAGMA quick_check(1)").fetchall()]
+            except sqlite3.DatabaseError as err:
+                raise StoreError(self._explain(err)) from err
+        if problems != ["ok"]:
+            first = problems[0].replace("\n", " ")[:MAX_DAMAGE_CHARS]
+            raise StoreError(self._explain(sqlite3.DatabaseError(f"database disk image is malformed: {first}")))
+
     def close(self) -> None:
         with self._lock:
             self.db.close()
@@ -268,6 +314,7 @@ class RecordStore:
         strategy: str,
         settings: dict[str, Any],
     ) -> int:
+        self.check_integrity()  # a tune starts writing here: never into a damaged file
         with self.transaction() as db:
             table = db["sessions"].insert(
                 {
@@ -315,6 +362,7 @@ class RecordStore:
 
     def claim_session(self, session_id: int) -> None:
         """Mark a session as run by this process; refuse if another live process runs it."""
+        self.check_integrity()  # a resumed tune starts writing here: never into a damaged file
         with self.transaction() as db:
             row = db["sessions"].get(session_id)
             if row["status"] == SESSION_RUNNING and row["pid"] != os.getpid() and _process_alive(row):

@@ -7,6 +7,8 @@ seeded round (an evolutionary search from them, restricted to the matching sketc
 fewer generations, half a representative's batch). Phase 3 spends the rest of the budget
 where the estimated model latency should drop most, with MetaSchedule's standard search over
 each task's full design space. One shared XGBoost model learns from every measurement.
+Clusters under `minor_cluster_share` of the model's work (pooling, concatenation) get one
+representative round and diffusion-only members.
 
 MetaSchedule's C++ task scheduler still runs the loop (builder, runner, callbacks); this
 module decides which task goes next (`BcdScheduler.next_task_id`) and what a member measures
@@ -111,8 +113,23 @@ class BcdPlan:
     def cluster_of(self, task_index: int) -> Cluster:
         return cluster_of(self.clusters, task_index)
 
+    def is_minor(self, cluster: Cluster) -> bool:
+        """A cluster too small a share of the model's work to pay full phase-1/2 rounds for."""
+        total = sum(task.weighted_flops for task in self.run.tasks)
+        share = sum(self.run.tasks[i].weighted_flops for i in cluster.members) / total if total > 0 else 1.0
+        return share < self.settings.minor_cluster_share
+
+    def wanted_representative_rounds(self, cluster: Cluster) -> int:
+        if self.is_minor(cluster):
+            return 1
+        return min(cluster.size, self.settings.representative_round_cap)
+
+    def member_rounds(self, cluster: Cluster) -> int:
+        """Phase-2 rounds per member: diffusion, then a seeded round (diffusion only if minor)."""
+        return 1 if self.is_minor(cluster) else MEMBER_ROUNDS
+
     def representative_rounds(self, cluster: Cluster) -> int:
-        wanted = min(cluster.size, self.settings.representative_round_cap)
+        wanted = self.wanted_representative_rounds(cluster)
         return max(1, min(wanted, int(wanted * self.phase_one_scale)))
 
     def fit_phase_one_to_budget(self) -> None:
@@ -121,8 +138,8 @@ class BcdPlan:
         first; phase 1 may use at most half of what is left, scaled evenly."""
         batch = self.settings.batch_size
         half = max(1, batch // 2)
-        phase_two = sum(MEMBER_ROUNDS * half * (c.size - 1) if c.size > 1 else batch for c in self.clusters)
-        wanted = sum(min(c.size, self.settings.representative_round_cap) * batch for c in self.clusters if c.size > 1)
+        phase_two = sum(self.member_rounds(c) * half * (c.size - 1) if c.size > 1 else batch for c in self.clusters)
+        wanted = sum(self.wanted_representative_rounds(c) * batch for c in self.clusters if c.size > 1)
         allowed = max(0.0, (self.total_budget - phase_two) / 2)
         self.phase_one_scale = 1.0 if wanted <= allowed or wanted == 0 else allowed / wanted
         if self.phase_one_scale < 1.0:
@@ -186,7 +203,7 @@ class BcdPlan:
 
     # -- choosing the next task -----------------------------------------------------------
     def available(self, task_index: int) -> bool:
-        if task_index in self.skipped or task_index in self.exhausted:
+        if task_index in self.skipped or task_index in self.exhausted or task_index in self.run.given_up:
             return False
         cap = self.task_caps.get(task_index)
         return cap is None or self.run.trial_counts.get(task_index, 0) < cap
@@ -200,7 +217,9 @@ class BcdPlan:
         cluster = self.cluster_of(task_index)
         if cluster.size < 2 or task_index == cluster.representative or task_index in self.fallbacks:
             return False
-        return self.needs_diffusion(task_index) or self.run.rounds_per_task.get(task_index, 0) < MEMBER_ROUNDS
+        return self.needs_diffusion(task_index) or self.run.rounds_per_task.get(task_index, 0) < self.member_rounds(
+            cluster
+        )
 
     def next_task(self) -> int | None:
         run = self.run

@@ -6,6 +6,7 @@ from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.target import host_core_count
 from bcd_core.tuning.builder import build_candidate
+from bcd_core.tuning.remote import check_tracker, make_rpc_runner
 from bcd_core.tuning.settings import TuneSettings
 
 
@@ -17,13 +18,22 @@ def make_builder(settings: TuneSettings) -> ms.builder.Builder:
     )
 
 
-def make_runner(settings: TuneSettings) -> ms.runner.Runner:
-    return ms.runner.LocalRunner(
-        timeout_sec=settings.runner_timeout_s,
-        evaluator_config=ms.runner.EvaluatorConfig(
-            number=settings.runner_number,
-            repeat=settings.runner_repeat,
-            min_repeat_ms=settings.runner_min_repeat_ms,
-            enable_cpu_cache_flush=False,
-        ),
+def evaluator_config(settings: TuneSettings) -> ms.runner.EvaluatorConfig:
+    return ms.runner.EvaluatorConfig(
+        number=settings.runner_number,
+        repeat=settings.runner_repeat,
+        min_repeat_ms=settings.runner_min_repeat_ms,
+        enable_cpu_cache_flush=False,
     )
+
+
+def make_runner(settings: TuneSettings) -> ms.runner.Runner:
+    if settings.runner == "rpc":  # builds stay here; modules are timed on the tracker's servers
+        return make_rpc_runner(settings, evaluator_config(settings))
+    return ms.runner.LocalRunner(timeout_sec=settings.runner_timeout_s, evaluator_config=evaluator_config(settings))
+
+
+def check_runner(settings: TuneSettings) -> None:
+    """Fail now, with what to do, if candidates could not be measured where asked."""
+    if settings.runner == "rpc":
+        check_tracker(settings)

@@ -7,6 +7,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.target import host_core_count
@@ -20,6 +21,39 @@ def evolutionary_search(run: TuningRun, genetic_num_iters: int = 4) -> ms.search
         init_min_unmeasured=run.settings.init_min_unmeasured,
         genetic_num_iters=genetic_num_iters,
     )
+
+
+@derived_object
+class StockSearch(ms.search_strategy.PySearchStrategy):
+    """MetaSchedule's EvolutionarySearch, unchanged, except that it ends (returns no
+    candidates, which makes the C++ scheduler terminate the task cleanly) once the session
+    gave the task up because every candidate failed."""
+
+    def __init__(self, run: TuningRun, task_index: int) -> None:
+        super().__init__()
+        self.run = run
+        self.task_index = task_index
+        self.inner = evolutionary_search(run)
+
+    def _initialize_with_tune_context(self, context: ms.TuneContext) -> None:
+        self.inner._initialize_with_tune_context(context)
+
+    def pre_tuning(self, max_trials, num_trials_per_iter, design_spaces, database=None, cost_model=None) -> None:
+        self.inner.pre_tuning(max_trials, num_trials_per_iter, design_spaces, database, cost_model)
+
+    def post_tuning(self) -> None:
+        self.inner.post_tuning()
+
+    def generate_measure_candidates(self) -> list[ms.MeasureCandidate] | None:
+        if self.task_index in self.run.given_up:
+            return None
+        return self.inner.generate_measure_candidates()
+
+    def notify_runner_results(self, measure_candidates, results) -> None:
+        self.inner.notify_runner_results(measure_candidates, results)
+
+    def clone(self) -> StockSearch:
+        return StockSearch(self.run, self.task_index)
 
 
 @contextmanager
@@ -37,7 +71,7 @@ def tune_stock(run: TuningRun) -> None:
     if budget_left <= 0:
         return
     pending = list(run.tasks)
-    contexts = [run.make_context(task, evolutionary_search(run)) for task in pending]
+    contexts = [run.make_context(task, StockSearch(run, task.index)) for task in pending]
     run.cost_model = ms.cost_model.CostModel.create("xgb", num_tuning_cores=host_core_count(), tree_method="auto")
     recorder = RecordTrials(run, [task.index for task in pending])
     run.control_in_callback = True

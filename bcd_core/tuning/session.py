@@ -7,10 +7,11 @@ session from what it committed, so killing a tune loses at most the batch in fli
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
 
+from bcd_core import __version__
 from bcd_core.clustering import Cluster, cluster_of, cluster_tasks
 from bcd_core.cost_model.metrics import batch_metrics
 from bcd_core.errors import BcdError, StoreError
@@ -37,10 +39,14 @@ from bcd_core.target import describe_target, target_key
 from bcd_core.tasks import Task, extract_tasks
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import Listener, RoundFinished, SessionFinished, SessionMessage, SessionStarted, TuneEvent
+from bcd_core.tuning.measure import check_runner
 from bcd_core.tuning.settings import TuneSettings
 
 log = logging.getLogger("bcd.tuning")
 MAX_ERROR_CHARS = 4000
+# A task none of whose candidates built and ran in this many rounds is given up (skipped,
+# with the error as the reason) instead of eating the budget of the tasks that work.
+ROUNDS_BEFORE_GIVING_UP = 2
 
 
 @dataclass
@@ -80,6 +86,42 @@ def _seconds(values: Any) -> list[float]:
     return [float(getattr(v, "value", v)) for v in values]
 
 
+def check_resumable(session: dict[str, Any], imported: ImportedModel, key: str, settings: TuneSettings) -> None:
+    """Refuse to continue a session whose model, target, settings or tool version changed:
+    its records would be mixed with measurements of something else."""
+    sid = session["id"]
+    if session["model_hash"] != imported.sha256:
+        raise StoreError(
+            f"session {sid} tuned {session['model_name']} (sha256 {session['model_hash'][:12]}), but "
+            f"{imported.path.name} now has different contents (sha256 {imported.sha256[:12]}); open the "
+            "original model, or start a new session (--new-session)"
+        )
+    if session["target_key"] != key:
+        raise StoreError(
+            f"session {sid} was tuned for target {session['target']}, not for this one ({key}); resume it "
+            "on the same target (--target), or start a new session (--new-session)"
+        )
+    stored = json.loads(session["settings"] or "{}")
+    current = settings.identity()
+    # Settings added after a session was written are not in its row: compare what it has.
+    if session["strategy"] != settings.strategy or any(current.get(k) != v for k, v in stored.items()):
+        raise StoreError(
+            f"session {sid} was tuned with other settings ({session['strategy']}, {session['settings']}); "
+            "resume it with its own settings, or start a new session (--new-session)"
+        )
+    if session["tool_version"] != __version__:
+        raise StoreError(
+            f"session {sid} was written by bcd {session['tool_version']}, this is bcd {__version__}; its search "
+            "state may differ, so it cannot be continued. Start a new session (--new-session); its records stay "
+            "in the store"
+        )
+
+
+def settings_of_session(session: dict[str, Any], base: TuneSettings) -> TuneSettings:
+    """`base` (measurement knobs) with the stored session's identity: what resuming it needs."""
+    return replace(base, **{"strategy": session["strategy"], **json.loads(session["settings"] or "{}")})
+
+
 class TuningRun:
     """One run of a session in this process: owns the clock, budgets, records and events."""
 
@@ -92,6 +134,7 @@ class TuningRun:
         new_session: bool = False,
         started_at: float | None = None,
         control: TuningControl | None = None,
+        resume_session_id: int | None = None,
     ) -> None:
         self.store = store
         self.control = control or TuningControl()
@@ -104,7 +147,7 @@ class TuningRun:
         self.target_key = target_key(self.target)
         self.database = SqliteDatabase(store, self.target_key)
         self._process_start = started_at if started_at is not None else time.perf_counter()
-        self.session_id, self.resumed = self._open_session(new_session)
+        self.session_id, self.resumed = self._open_session(new_session, resume_session_id)
         self.session = store.session(self.session_id)
         self._elapsed_offset = float(self.session["elapsed_s"] or 0.0)
         # Time spent on our own bookkeeping (store writes, metrics, events, scheduling
@@ -135,17 +178,20 @@ class TuningRun:
         # pause and stop from the measure callback instead.
         self.control_in_callback = False
         self.stopped_from_callback = False
+        self.given_up: set[int] = set()  # tasks whose every candidate failed
 
     # -- session identity -----------------------------------------------------------------
-    def _open_session(self, new_session: bool) -> tuple[int, bool]:
+    def _open_session(self, new_session: bool, resume_session_id: int | None = None) -> tuple[int, bool]:
         imported = self.prepared.imported
         identity = self.settings.identity()
-        existing = (
-            None
-            if new_session
-            else self.store.find_session(imported.sha256, self.target_key, self.settings.strategy, identity)
-        )
+        if resume_session_id is not None:
+            existing = self.store.session(resume_session_id)
+        elif new_session:
+            existing = None
+        else:
+            existing = self.store.find_session(imported.sha256, self.target_key, self.settings.strategy, identity)
         if existing is not None:
+            check_resumable(existing, imported, self.target_key, self.settings)
             self._check_same_tasks(existing["id"])
             if existing["status"] != SESSION_COMPLETED:
                 self.store.claim_session(existing["id"])
@@ -360,6 +406,8 @@ class TuningRun:
         trial_ids = self.store.record_round(self.session_id, trials, timeline, metrics, self.bookkeeping_s)
         for hook in self.batch_hooks:
             hook(task_index, trials, trial_ids)
+        if task_index not in self.best and self.rounds_per_task[task_index] >= ROUNDS_BEFORE_GIVING_UP:
+            self.give_up(task_index, [t.error for t in trials if t.error])
         self.emit(
             RoundFinished(
                 session_id=self.session_id,
@@ -374,6 +422,22 @@ class TuningRun:
                 trials_total=self.trials_total,
                 elapsed_s=elapsed,
             )
+        )
+
+
+    def give_up(self, task_index: int, errors: list[str]) -> None:
+        """Skip a task whose candidates all failed, saying why (the commonest error)."""
+        if task_index in self.given_up:
+            return
+        self.given_up.add(task_index)
+        first_lines = [error.splitlines()[0][:300] for error in errors if error.strip()] or ["no valid run time"]
+        reason = max(set(first_lines), key=first_lines.count)
+        self.store.update_task(self.task_row_ids[task_index], status="skipped")
+        self.message(
+            "warning",
+            f"{self.tasks[task_index].name}: skipped, all {self.trial_counts[task_index]} candidates failed "
+            f"({reason}); check the target, or the builder/runner timeouts",
+            task_index,
         )
 
 
@@ -407,15 +471,18 @@ def run_session(
     listeners: Sequence[Listener] = (),
     new_session: bool = False,
     control: TuningControl | None = None,
+    resume_session_id: int | None = None,
 ) -> TuningRun:
     """Import, extract, open (or resume) the session and run the chosen strategy to the end
-    (or until `control` stops it)."""
+    (or until `control` stops it). `resume_session_id` continues that session, refusing if
+    its model, target, settings or tool version no longer match."""
     started = time.perf_counter()
+    check_runner(settings)  # an unreachable tracker fails now, not after import and extraction
     prepared = prepare_model(
         model_path, target, {k: tuple(v) for k, v in settings.input_shapes.items()}, settings.cluster_mode
     )
     store = RecordStore(db_path)
-    run = TuningRun(store, prepared, settings, listeners, new_session, started, control)
+    run = TuningRun(store, prepared, settings, listeners, new_session, started, control, resume_session_id)
     if run.resumed and run.session["status"] == SESSION_COMPLETED:
         run.message("info", f"session {run.session_id} is already complete; nothing to tune (use --new-session)")
         run.emit(

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 STRATEGIES = ("metaschedule", "bcd")
+RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
 
 
 @dataclass
@@ -21,15 +22,26 @@ class TuneSettings:
     # Search and measurement knobs (not part of a session's identity).
     population_size: int = 128
     init_min_unmeasured: int = 32
-    builder_timeout_s: float = 30.0
+    # A candidate whose LLVM build takes longer is an extreme unroll, not a contender, and the
+    # whole round waits for it: 30 s cost SqueezeNet's first convolution a minute per round.
+    builder_timeout_s: float = 10.0
     runner_timeout_s: float = 30.0
     runner_number: int = 3
     runner_repeat: int = 1
     runner_min_repeat_ms: int = 20
+    # Where candidates run. Not part of the identity either, so a session started locally can
+    # be resumed on remote servers (and back). Builds always stay on this machine.
+    runner: str = "local"
+    tracker: str = ""  # HOST:PORT of `python -m tvm.exec.rpc_tracker`, for runner "rpc"
+    tracker_key: str = ""  # the --key the RPC servers registered with at that tracker
     # BCD (bcd-algorithm.md): prior size, generations of a member's search, rounds cap.
     prior_top_k: int = 2
     member_generations: int = 2
     representative_round_cap: int = 10
+    # Clusters whose share of the model's FLOPs x weight is below this (pooling, concatenation)
+    # get one representative round and diffusion-only members: their rounds cost as much wall
+    # time as a convolution's and gain nothing visible. 0 follows bcd-algorithm.md to the letter.
+    minor_cluster_share: float = 0.01
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -40,6 +52,20 @@ class TuneSettings:
             raise ValueError("trials per round must be at least 1")
         if self.cluster_mode not in ("operator", "sketch"):
             raise ValueError("cluster mode must be 'operator' or 'sketch'")
+        if self.runner not in RUNNERS:
+            raise ValueError(f"unknown runner {self.runner!r}; choose one of {', '.join(RUNNERS)}")
+        if self.runner == "rpc":
+            if not self.tracker.strip():
+                raise ValueError(
+                    "the rpc runner needs the tracker's address: --tracker HOST:PORT "
+                    "(where `python -m tvm.exec.rpc_tracker` listens)"
+                )
+            parse_tracker_address(self.tracker)
+            if not self.tracker_key.strip():
+                raise ValueError(
+                    "the rpc runner needs the servers' device key: --key KEY "
+                    "(as in `python -m tvm.exec.rpc_server --tracker HOST:PORT --key KEY`)"
+                )
 
     @property
     def batch_size(self) -> int:
@@ -49,6 +75,18 @@ class TuneSettings:
         """What makes two runs 'the same session' (so a re-run resumes it)."""
         keys = ("strategy", "trials_per_task", "trials_per_round", "cluster_mode", "seed", "input_shapes")
         if self.strategy == "bcd":
-            keys += ("prior_top_k", "member_generations", "representative_round_cap")
+            keys += ("prior_top_k", "member_generations", "representative_round_cap", "minor_cluster_share")
         data = asdict(self)
         return {k: data[k] for k in keys}
+
+
+def parse_tracker_address(text: str) -> tuple[str, int]:
+    """'HOST:PORT' (or '[IPv6]:PORT') -> (host, port); ValueError with the fix otherwise."""
+    host, sep, port_text = text.strip().rpartition(":")
+    host = host.strip().removeprefix("[").removesuffix("]")
+    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ValueError(
+            f"tracker address {text!r} is not HOST:PORT; give it as e.g. --tracker 192.168.1.10:9190 "
+            "(the host and --port of `python -m tvm.exec.rpc_tracker`)"
+        )
+    return host, int(port_text)

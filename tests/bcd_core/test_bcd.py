@@ -9,7 +9,7 @@ import pytest
 from bcd_core.clustering import cluster_tasks
 from bcd_core.records.store import RecordStore
 from bcd_core.tuning.control import TuningControl
-from bcd_core.tuning.events import RoundFinished
+from bcd_core.tuning.events import RoundFinished, SessionMessage
 from bcd_core.tuning.session import prepare_model, run_session
 from bcd_core.tuning.settings import TuneSettings
 
@@ -41,12 +41,13 @@ def steered(tmp_path_factory, conv_cluster_model: Path, host, layout):
     applied_at: dict[str, int] = {}
 
     def steer(event) -> None:
+        if isinstance(event, SessionMessage) and event.message == "paused":
+            threading.Timer(1.0, control.resume).start()  # paused for a second, from when it took effect
         if not isinstance(event, RoundFinished):
             return
         if event.round == 1:
             control.move_task(member_c, None)  # make it a singleton: it must not be diffused
             control.pause()
-            threading.Timer(1.0, control.resume).start()
             applied_at["move"] = event.round
         if event.task_index == member_b and "skip" not in applied_at:
             control.skip_task(member_b)  # right after its diffusion round

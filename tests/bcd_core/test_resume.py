@@ -1,32 +1,22 @@
 """Kill a real `bcd tune` mid-run and re-run the same command: it continues the session."""
 
 import os
+import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from store_helpers import committed_trials
 
 from bcd_core.records.store import RecordStore
 
 
-def committed_trials(db: Path) -> list[tuple]:
-    if not db.exists():
-        return []
-    try:
-        conn = sqlite3.connect(db, timeout=5)
-        rows = conn.execute("select id, session_id, task_id, round, trace from trials order by id").fetchall()
-        conn.close()
-        return rows
-    except sqlite3.OperationalError:
-        return []
-
-
-def tune_command(model: Path, db: Path, strategy: str) -> list[str]:
-    options = ["--strategy", strategy, "--trials-per-task", "6", "--trials-per-round", "2", "--db", str(db)]
+def tune_command(model: Path, db: Path, strategy: str, trials_per_task: int = 6) -> list[str]:
+    options = ["--strategy", strategy, "--trials-per-task", str(trials_per_task), "--trials-per-round", "2"]
+    options += ["--db", str(db)]
     return [sys.executable, "-m", "bcd_core", "tune", str(model), *options]
 
 
@@ -60,3 +50,86 @@ def test_killed_tune_resumes_without_losing_trials(tiny_convnet: Path, tmp_path:
     assert not rounds_before & new_rounds
     assert sessions[0]["trials_done"] == len(after)
     assert len(after) <= 6 * len(store.tasks(sessions[0]["id"])) + 2  # budget, plus at most one batch
+
+
+TRIALS_FOR_THREE_KILLS = 16  # enough rounds that three random kill points fall inside the tune
+
+
+def test_repeated_sigkill_at_random_points_loses_and_duplicates_nothing(tiny_convnet: Path, tmp_path: Path) -> None:
+    """Kill `bcd tune` (with its builder and runner workers) at random moments, three times;
+    after each kill every trial committed so far is still there exactly once, and the
+    fourth run completes the session."""
+    db = tmp_path / "kills.db"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    rng = random.Random(20261122)
+    committed: list[tuple] = []
+    kills = 0
+    command = tune_command(tiny_convnet, db, "bcd", trials_per_task=TRIALS_FOR_THREE_KILLS)
+    for _ in range(3):
+        process = subprocess.Popen(command, start_new_session=True, **quiet)
+        # Random moment: after the start-up (import, extraction, first rounds), or in the middle of a round.
+        wait_for = len(committed) + rng.randint(1, 6)
+        deadline = time.time() + 300
+        while len(committed_trials(db)) < wait_for and time.time() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        time.sleep(rng.uniform(0.0, 1.5))
+        if process.poll() is not None:
+            break  # finished before this kill: the checks below still hold
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        kills += 1
+        now = committed_trials(db)
+        assert now[: len(committed)] == committed, "a trial committed before a kill changed or vanished"
+        assert len({row[0] for row in now}) == len(now)
+        committed = now
+    assert kills >= 2, "the tune finished too fast to be killed; raise the budget"
+
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    after = committed_trials(db)
+    assert after[: len(committed)] == committed
+    assert len({row[0] for row in after}) == len(after)
+    # No round was written twice: each (task, round) pair belongs to one batch.
+    rounds = {}
+    for _id, _session, task, round_, _trace in after:
+        rounds.setdefault(round_, set()).add(task)
+    assert all(len(tasks) == 1 for tasks in rounds.values())
+    store = RecordStore(db)
+    sessions = store.sessions()
+    assert len(sessions) == 1 and sessions[0]["status"] == "completed"
+    assert sessions[0]["trials_done"] == len(after)
+    assert len(after) >= TRIALS_FOR_THREE_KILLS * len(store.tasks(sessions[0]["id"]))  # the whole budget
+
+
+def test_resume_refuses_a_session_whose_model_or_target_changed(tiny_convnet: Path, tiny_mlp: Path, tmp_path: Path):
+    db = tmp_path / "refuse.db"
+    command = [sys.executable, "-m", "bcd_core", "tune", str(tiny_convnet), "--strategy", "metaschedule"]
+    first = subprocess.run(
+        [*command, "--trials-per-task", "2", "--trials-per-round", "2", "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert first.returncode == 0, first.stderr
+    before = committed_trials(db)
+
+    def resume(model: Path, *extra: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "bcd_core", "tune", str(model), "--db", str(db), "--resume", "1", *extra]
+        return subprocess.run(command, capture_output=True, text=True, timeout=600)
+
+    other_model = resume(tiny_mlp)
+    assert other_model.returncode == 2
+    assert "session 1 tuned tiny_convnet.onnx" in other_model.stderr and "different contents" in other_model.stderr
+    other_target = resume(tiny_convnet, "--target", '{"kind": "llvm", "num-cores": 1}')
+    assert other_target.returncode == 2
+    assert "session 1 was tuned for target" in other_target.stderr and "--target" in other_target.stderr
+    assert committed_trials(db) == before  # refusing touched nothing
+
+    store = RecordStore(db)
+    with store.transaction() as conn:  # as if an older bcd had written it
+        conn["sessions"].update(1, {"tool_version": "0.0.1", "status": "interrupted"})
+    store.close()
+    old_tool = resume(tiny_convnet)
+    assert old_tool.returncode == 2
+    assert "written by bcd 0.0.1" in old_tool.stderr and "--new-session" in old_tool.stderr
+    assert committed_trials(db) == before

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings
+from window_helpers import finish_background_work
 
 
 @pytest.fixture
@@ -20,12 +21,7 @@ def window(qtbot, tmp_path: Path, qsettings: QSettings):
     qtbot.addWidget(win)
     win.show()
     yield win
-    if win.worker is not None:  # never leave a tuner thread behind
-        win.worker.control.stop()
-        win.worker.control.resume()
-        win.worker.thread.wait(60_000)
-    for job in list(win.jobs):
-        job.wait(60_000)
+    finish_background_work(win)  # never leave a tuner thread behind
 
 
 def open_and_wait(qtbot, win, path: Path, timeout_ms: int = 120_000):

@@ -11,7 +11,7 @@ import pytest
 from conftest import open_and_wait
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
-from PySide6.QtWidgets import QMessageBox
+from window_helpers import error_dialog_text
 
 from bcd_core.records.store import RecordStore
 from bcd_core.tuning.events import RoundFinished, SessionMessage
@@ -20,12 +20,6 @@ from bcd_gui.cluster_model import ROLE_ITEM
 from bcd_gui.stall import StallMeter
 
 STALL_BOUND_MS = 1000  # generous for 2 shared cores; docs/gui.md has the measured figure
-
-
-def error_text(win) -> str:
-    boxes = [b for b in win.findChildren(QMessageBox) if b.objectName() == "errorDialog" and b.isVisible()]
-    assert boxes, "no error dialog is shown"
-    return boxes[-1].text() + "\n" + boxes[-1].informativeText()
 
 
 @pytest.mark.slow
@@ -112,8 +106,8 @@ def test_a_file_that_is_not_onnx_shows_a_dialog_and_the_app_keeps_running(
     bogus.write_bytes(b"this is not a model\n" * 10)
     with qtbot.waitSignal(window.errorShown, timeout=60_000):
         window.open_model(bogus)
-    assert "notes.onnx" in error_text(window)
-    assert "valid ONNX" in error_text(window)
+    assert "notes.onnx" in error_dialog_text(window)
+    assert "valid ONNX" in error_dialog_text(window)
     # Still usable: a good model opens afterwards.
     open_and_wait(qtbot, window, tiny_mlp)
     assert window.tree_model.rowCount() > 0
@@ -122,7 +116,7 @@ def test_a_file_that_is_not_onnx_shows_a_dialog_and_the_app_keeps_running(
 def test_a_model_with_dynamic_shapes_says_how_to_fix_it(qtbot, window, dynamic_mlp: Path) -> None:
     with qtbot.waitSignal(window.errorShown, timeout=60_000):
         window.open_model(dynamic_mlp)
-    text = error_text(window)
+    text = error_dialog_text(window)
     assert "dynamic shape" in text and "Input shapes" in text
     # Following the advice works.
     name = text.split("input '")[1].split("'")[0]

@@ -1,0 +1,97 @@
+"""Candidates that fail (build errors, run errors, timeouts, crashed workers) are recorded as
+such and never stop a session; a task whose candidates all fail is skipped with the reason."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from bcd_core.records.store import RecordStore
+from bcd_core.target import host_target
+from bcd_core.tuning.session import ROUNDS_BEFORE_GIVING_UP, run_session
+from bcd_core.tuning.settings import TuneSettings
+
+
+@pytest.mark.parametrize("strategy", ["metaschedule", "bcd"])
+def test_a_task_whose_candidates_all_time_out_is_skipped_with_the_reason(
+    tiny_mlp: Path, tmp_path: Path, strategy: str
+) -> None:
+    db = tmp_path / "timeouts.db"
+    # No candidate can run within a microsecond: every measurement times out.
+    settings = TuneSettings(strategy=strategy, trials_per_task=6, trials_per_round=2, runner_timeout_s=1e-6)
+    run = run_session(tiny_mlp, db, host_target(), settings, new_session=True)
+
+    store = RecordStore(db)
+    session = store.session(run.session_id)
+    assert session["status"] == "completed"
+    trials = store.trials(run.session_id)
+    assert trials and all(t["error"] and t["latency_s"] is None for t in trials)
+    assert any("timeout" in t["error"].lower() for t in trials)
+    tasks = store.tasks(run.session_id)
+    assert all(task["status"] == "skipped" for task in tasks)
+    # Given up after ROUNDS_BEFORE_GIVING_UP rounds each, not after the whole budget.
+    assert len(trials) == ROUNDS_BEFORE_GIVING_UP * settings.batch_size * len(tasks) < 6 * len(tasks)
+    reasons = [e["message"] for e in store.events(run.session_id) if "candidates failed" in e["message"]]
+    assert len(reasons) == len(tasks)
+    assert all("skipped, all 4 candidates failed (run: " in reason for reason in reasons)
+
+
+def is_popen_worker(process: psutil.Process) -> bool:
+    try:
+        return "popen_worker" in " ".join(process.cmdline())
+    except psutil.Error:  # gone, or a zombie, since the listing
+        return False
+
+
+def measured(db: Path) -> int:
+    if not db.exists():
+        return 0
+    conn = sqlite3.connect(db, timeout=5)
+    try:
+        return conn.execute("select count(*) from trials").fetchone()[0]
+    except sqlite3.OperationalError:  # the schema is not there yet
+        return 0
+    finally:
+        conn.close()
+
+
+def test_killing_builder_and_runner_workers_does_not_stop_the_session(tiny_convnet: Path, tmp_path: Path) -> None:
+    db = tmp_path / "workers.db"
+    settings = TuneSettings(strategy="bcd", trials_per_task=6, trials_per_round=2)
+    outcome: dict = {}
+
+    def tune() -> None:
+        try:
+            outcome["run"] = run_session(tiny_convnet, db, host_target(), settings, new_session=True)
+        except Exception as err:  # the assertion below reports it
+            outcome["error"] = err
+
+    thread = threading.Thread(target=tune)
+    thread.start()
+    killed = 0
+    me = psutil.Process()
+    deadline = time.time() + 300
+    while thread.is_alive() and killed < 3 and time.time() < deadline:
+        workers = [p for p in me.children(recursive=True) if is_popen_worker(p)]
+        if workers and measured(db) >= 2:  # past start-up: the workers now build and run candidates
+            time.sleep(0.2)  # let it start on a candidate
+            try:
+                workers[0].kill()  # SIGKILL, as the OOM killer or a crashing candidate would
+                killed += 1
+            except psutil.NoSuchProcess:
+                pass
+        time.sleep(0.1)
+    thread.join(timeout=600)
+    assert "error" not in outcome, outcome.get("error")
+    assert killed >= 1, "no builder or runner worker was seen to kill"
+    run = outcome["run"]
+    store = RecordStore(db)
+    assert store.session(run.session_id)["status"] == "completed"
+    trials = store.trials(run.session_id)
+    assert len(trials) >= 6 * len(run.tasks)  # the whole budget was measured despite the kills
+    assert sum(t["latency_s"] is not None for t in trials) > len(trials) // 2
