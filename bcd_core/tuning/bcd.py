@@ -63,6 +63,8 @@ class BcdPlan:
         self.last_choice: int | None = None
         self.clusters: list[Cluster] = []  # filled by recluster()
         self.phase_one_scale = 1.0
+        # The model's total work, for cluster shares: fixed, and asked for every round.
+        self.total_weighted_flops = sum(task.weighted_flops for task in run.tasks)
         self._restore_from_store()
         self.recluster()
         self.fit_phase_one_to_budget()
@@ -115,7 +117,7 @@ class BcdPlan:
 
     def is_minor(self, cluster: Cluster) -> bool:
         """A cluster too small a share of the model's work to pay full phase-1/2 rounds for."""
-        total = sum(task.weighted_flops for task in self.run.tasks)
+        total = self.total_weighted_flops
         share = sum(self.run.tasks[i].weighted_flops for i in cluster.members) / total if total > 0 else 1.0
         return share < self.settings.minor_cluster_share
 
