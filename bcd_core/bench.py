@@ -19,7 +19,7 @@ from typing import Any
 from tvm.target import Target
 
 from bcd_core.errors import MissingRecordError
-from bcd_core.export import compile_tuned, export_library, run_library, run_onnxruntime
+from bcd_core.export import compile_tuned, export_library, run_library, run_onnxruntime, target_device
 from bcd_core.model_import import random_inputs
 from bcd_core.records.store import RecordStore
 from bcd_core.session_view import first_time_at_or_below, session_timeline
@@ -102,7 +102,9 @@ def run_bench(
             library = export_library(
                 compile_tuned(run.database, imported.relax_mod, target), out_dir / f"{Path(model).stem}-{strategy}.so"
             )
-            measured = run_library(library, random_inputs(imported.inputs), runs=latency_runs).median_ms
+            measured = run_library(
+                library, random_inputs(imported.inputs), runs=latency_runs, device=target_device(target)
+            ).median_ms
         except MissingRecordError as err:  # a budget too small to measure every task
             progress(f"{strategy}: no compiled model: {err}")
             measured = None
@@ -116,6 +118,8 @@ def run_bench(
             bookkeeping_s=float(session.get("bookkeeping_s") or 0.0),
             timeline=session_timeline(store, run.session_id),
         )
+        for opened in (store, run.store):  # the last connection to close folds the WAL into the file
+            opened.close()
     assert prepared_inputs is not None and onnx_model is not None
     reference = run_onnxruntime(onnx_model, random_inputs(prepared_inputs), runs=latency_runs).median_ms
     final, t_b, t_d, speedup = speedup_at_equal_latency(results["metaschedule"].timeline, results["bcd"].timeline)

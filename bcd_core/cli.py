@@ -197,6 +197,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
             runner=args.runner,
             tracker=args.tracker or "",
             tracker_key=args.key or "",
+            builder_timeout_s=args.builder_timeout,
         )
     except ValueError as err:
         raise BcdError(str(err)) from err
@@ -384,6 +385,12 @@ def _add_runner_options(parser: argparse.ArgumentParser) -> None:
         "--tracker", metavar="HOST:PORT", help="with --runner rpc: the `python -m tvm.exec.rpc_tracker` to ask"
     )
     parser.add_argument("--key", metavar="KEY", help="with --runner rpc: the device key the RPC servers registered")
+    parser.add_argument(
+        "--builder-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="give up on a candidate whose build takes longer (default 10 for CPUs, 60 for GPUs)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

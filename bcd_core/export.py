@@ -53,8 +53,18 @@ def compile_tuned(
     return ms.relax_integration.compile_relax(database, raw_mod, target, params={})
 
 
+LIBRARY_SUFFIXES = (".so", ".dylib", ".dll", ".tar")
+
+
+def library_path(out: str | Path) -> Path:
+    """Where a module asked to be written to `out` goes: TVM's loader picks the file format by
+    suffix, so a name without one gets `.so`."""
+    out = Path(out)
+    return out if out.suffix in LIBRARY_SUFFIXES else out.with_name(out.name + ".so")
+
+
 def export_library(executable: relax.VMExecutable, out_path: str | Path) -> Path:
-    out_path = Path(out_path)
+    out_path = library_path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     executable.export_library(str(out_path))
     return out_path
@@ -223,7 +233,7 @@ def export_tuned_session(
     database = SqliteDatabase(store, target_key(target))
     progress(1, EXPORT_STEPS, "compiling the tuned model")
     executable = compile_tuned(database, imported.relax_mod, target)
-    progress(2, EXPORT_STEPS, f"writing {Path(out).name}")
+    progress(2, EXPORT_STEPS, f"writing {library_path(out).name}")
     path = export_library(executable, out)
     report = None
     if check:

@@ -4,9 +4,13 @@ Phase 1 tunes each cluster's representative (clusters in priority order) for
 min(|cluster|, 10) rounds. Phase 2 gives every member a diffusion round (the
 representative's current best programs, remapped to the member and measured first) and a
 seeded round (an evolutionary search from them, restricted to the matching sketch, with
-fewer generations, half a representative's batch). Phase 3 spends the rest of the budget
-where the estimated model latency should drop most, with MetaSchedule's standard search over
-each task's full design space. One shared XGBoost model learns from every measurement.
+fewer generations, half a representative's batch). All diffusion rounds come first, so that
+every task has a round (and the model an estimate) as early as possible. Phase 3 then spends
+the rest of the budget where the estimated model latency should drop most (bcd-algorithm.md
+section 5: "when every task has had a round"): a member's next round there is its seeded
+round, later ones MetaSchedule's standard search over its full design space. A task whose
+best stopped improving counts for less each round and searches more widely.
+One shared XGBoost model learns from every measurement.
 Clusters under `minor_cluster_share` of the model's work (pooling, concatenation) get one
 representative round and diffusion-only members.
 
@@ -41,6 +45,24 @@ GRADIENT_WINDOW = 3
 SINGLETON_PREFIX = "single:"
 STOCK_GENERATIONS = 4  # EvolutionarySearch's default genetic_num_iters
 MEMBER_ROUNDS = 2  # phase 2 per member: the diffusion round, then one seeded round
+# Each round in a row without a better program halves a task's phase-3 gain (a search stuck
+# near its seeds should not keep the budget), and from EXPLORE_AFTER_STALLS on, EXPLORE_EPS
+# of its batch are unguided samples instead of the cost model's picks (any round of the
+# standard search: phase 3, and a representative's later phase-1 rounds).
+STALL_DECAY = 0.5
+EXPLORE_AFTER_STALLS = 2
+EXPLORE_EPS = 0.5
+STOCK_EPS = 0.05  # EvolutionarySearch's default eps_greedy
+
+
+def stalled_rounds(history: list[float]) -> int:
+    """Rounds in a row, up to the last, that did not improve the task's best latency."""
+    stalled = 0
+    for before, after in zip(reversed(history[:-1]), reversed(history[1:])):
+        if after < before:
+            break
+        stalled += 1
+    return stalled
 
 
 class BcdPlan:
@@ -233,14 +255,16 @@ class BcdPlan:
             rep = cluster.representative
             if cluster.size > 1 and self.available(rep) and rounds.get(rep, 0) < self.representative_rounds(cluster):
                 return rep
-        # Phase 2: diffusion and seeded rounds per member; singletons get their first round.
+        # Phase 2a: every member's diffusion round and every singleton's first round, so
+        # that each task has a measurement (and the model an estimate) as soon as possible.
         for cluster in self.clusters:
             for index in cluster.members:
                 if not self.available(index):
                     continue
-                if self.in_phase_two(index) or (cluster.size == 1 and rounds.get(index, 0) == 0):
+                if rounds.get(index, 0) == 0 and (cluster.size == 1 or self.in_phase_two(index)):
                     return index
-        # Phase 3: where the estimated model latency should drop most.
+        # Phase 3 (every task has had a round): where the estimated model latency should drop
+        # most. A member chosen before its seeded round does that round first (BcdSearch).
         candidates = [t.index for t in run.tasks if self.available(t.index)]
         if not candidates:
             return None
@@ -263,7 +287,11 @@ class BcdPlan:
             past = history[-1 - GRADIENT_WINDOW]
             recent = (past - history[-1]) / past / GRADIENT_WINDOW
         rounds = run.rounds_per_task.get(task_index, 0)
-        return (0.0, run.tasks[task_index].weight * best * max(recent, 1.0 / (rounds + 1)))
+        decay = STALL_DECAY ** stalled_rounds(history)
+        return (0.0, run.tasks[task_index].weight * best * max(recent, 1.0 / (rounds + 1)) * decay)
+
+    def should_explore(self, task_index: int) -> bool:
+        return stalled_rounds(self.run.best_history.get(task_index, [])) >= EXPLORE_AFTER_STALLS
 
     # -- diffusion ------------------------------------------------------------------------
     def diffusion_batch(self, task_index: int, count: int) -> list[ms.MeasureCandidate] | None:
@@ -346,11 +374,16 @@ class BcdSearch(ms.search_strategy.PySearchStrategy):
         self.plan = plan
         self.task_index = task_index
         self.generations = generations
+        self.eps_greedy = STOCK_EPS
         self.inner = self._new_inner()
         self.context: ms.TuneContext | None = None
         self.tuning_args: dict[str, Any] = {}
         self.seed_batch_out = False
         self.restricted = False
+
+    @property
+    def exploring(self) -> bool:
+        return self.eps_greedy == EXPLORE_EPS
 
     def _new_inner(self) -> ms.search_strategy.EvolutionarySearch:
         settings = self.plan.settings
@@ -358,6 +391,7 @@ class BcdSearch(ms.search_strategy.PySearchStrategy):
             population_size=settings.population_size,
             init_min_unmeasured=settings.init_min_unmeasured,
             genetic_num_iters=self.generations,
+            eps_greedy=self.eps_greedy,
         )
 
     def _initialize_with_tune_context(self, context: ms.TuneContext) -> None:
@@ -379,17 +413,19 @@ class BcdSearch(ms.search_strategy.PySearchStrategy):
         self._restart([self.plan.sketches[self.task_index][sketch_index]], self.plan.settings.member_generations)
         self.restricted = True
 
-    def search_full_space(self) -> None:
-        """Full design space, stock generations: for phase 3, and for members that fell back."""
-        self._restart(self.plan.sketches[self.task_index], STOCK_GENERATIONS)
+    def search_full_space(self, explore: bool = False) -> None:
+        """Full design space, stock generations: for phase 3, and for members that fell back.
+        `explore`: a stalled task takes half its batch unguided by the cost model."""
+        self._restart(self.plan.sketches[self.task_index], STOCK_GENERATIONS, EXPLORE_EPS if explore else STOCK_EPS)
         self.restricted = False
 
-    def _restart(self, design_spaces: list[Any], generations: int) -> None:
+    def _restart(self, design_spaces: list[Any], generations: int, eps_greedy: float = STOCK_EPS) -> None:
         """A fresh inner search over `design_spaces` (post_tuning + pre_tuning). Records
         measured so far stay in the database, so the new search starts from them."""
         self.inner.post_tuning()
-        if generations != self.generations:
+        if generations != self.generations or eps_greedy != self.eps_greedy:
             self.generations = generations
+            self.eps_greedy = eps_greedy
             self.inner = self._new_inner()
             assert self.context is not None
             self.inner._initialize_with_tune_context(self.context)
@@ -410,8 +446,10 @@ class BcdSearch(ms.search_strategy.PySearchStrategy):
             return seeds
         self.seed_batch_out = False
         seeded_round = plan.in_phase_two(self.task_index)
-        if not seeded_round and self.restricted:
-            self.search_full_space()  # phase 3: MetaSchedule's standard search, from all records
+        if not seeded_round:  # phase 3: MetaSchedule's standard search, from all records
+            explore = plan.should_explore(self.task_index)
+            if self.restricted or explore != self.exploring:
+                self.search_full_space(explore)
         candidates = self.inner.generate_measure_candidates()
         if candidates is None:
             plan.exhausted.add(self.task_index)
@@ -496,7 +534,7 @@ def tune_bcd(run: TuningRun) -> None:
             max_trials_global=UNLIMITED,  # the plan enforces the (user-changeable) budget
             max_trials_per_task=UNLIMITED,
             num_trials_per_iter=run.settings.batch_size,
-            builder=make_builder(run.settings),
+            builder=make_builder(run.settings, run.target),
             runner=make_runner(run.settings),
             database=run.database,
             cost_model=cost_model,

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from tvm.s_tir import meta_schedule as ms
+from tvm.target import Target
 
-from bcd_core.target import host_core_count
+from bcd_core.target import host_core_count, is_gpu
 from bcd_core.tuning.builder import build_candidate
 from bcd_core.tuning.remote import check_tracker, make_rpc_runner
 from bcd_core.tuning.settings import TuneSettings
 
 
-def make_builder(settings: TuneSettings) -> ms.builder.Builder:
+def make_builder(settings: TuneSettings, target: Target) -> ms.builder.Builder:
     return ms.builder.LocalBuilder(
         max_workers=host_core_count(),
-        timeout_sec=settings.builder_timeout_s,
+        timeout_sec=settings.builder_timeout_for(is_gpu(target)),
         f_build=build_candidate,
     )
 

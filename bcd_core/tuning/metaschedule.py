@@ -83,7 +83,7 @@ def tune_stock(run: TuningRun) -> None:
             max_trials_global=budget_left,
             max_trials_per_task=budget_left,
             num_trials_per_iter=run.settings.batch_size,
-            builder=make_builder(run.settings),
+            builder=make_builder(run.settings, run.target),
             runner=make_runner(run.settings),
             database=run.database,
             cost_model=run.cost_model,

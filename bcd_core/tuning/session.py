@@ -424,7 +424,6 @@ class TuningRun:
             )
         )
 
-
     def give_up(self, task_index: int, errors: list[str]) -> None:
         """Skip a task whose candidates all failed, saying why (the commonest error)."""
         if task_index in self.given_up:

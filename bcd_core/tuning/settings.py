@@ -7,6 +7,8 @@ from typing import Any
 
 STRATEGIES = ("metaschedule", "bcd")
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
+CPU_BUILDER_TIMEOUT_S = 10.0
+GPU_BUILDER_TIMEOUT_S = 60.0
 
 
 @dataclass
@@ -22,9 +24,10 @@ class TuneSettings:
     # Search and measurement knobs (not part of a session's identity).
     population_size: int = 128
     init_min_unmeasured: int = 32
-    # A candidate whose LLVM build takes longer is an extreme unroll, not a contender, and the
-    # whole round waits for it: 30 s cost SqueezeNet's first convolution a minute per round.
-    builder_timeout_s: float = 10.0
+    # None: by target (see builder_timeout_for). A CPU candidate whose LLVM build takes longer
+    # than 10 s is an extreme unroll, not a contender, and the whole round waits for it (30 s
+    # cost SqueezeNet's first convolution a minute per round); GPU builds also run NVRTC/nvcc.
+    builder_timeout_s: float | None = None
     runner_timeout_s: float = 30.0
     runner_number: int = 3
     runner_repeat: int = 1
@@ -52,6 +55,8 @@ class TuneSettings:
             raise ValueError("trials per round must be at least 1")
         if self.cluster_mode not in ("operator", "sketch"):
             raise ValueError("cluster mode must be 'operator' or 'sketch'")
+        if self.builder_timeout_s is not None and self.builder_timeout_s <= 0:
+            raise ValueError("the builder timeout must be a positive number of seconds")
         if self.runner not in RUNNERS:
             raise ValueError(f"unknown runner {self.runner!r}; choose one of {', '.join(RUNNERS)}")
         if self.runner == "rpc":
@@ -66,6 +71,11 @@ class TuneSettings:
                     "the rpc runner needs the servers' device key: --key KEY "
                     "(as in `python -m tvm.exec.rpc_server --tracker HOST:PORT --key KEY`)"
                 )
+
+    def builder_timeout_for(self, gpu: bool) -> float:
+        if self.builder_timeout_s is not None:
+            return self.builder_timeout_s
+        return GPU_BUILDER_TIMEOUT_S if gpu else CPU_BUILDER_TIMEOUT_S
 
     @property
     def batch_size(self) -> int:

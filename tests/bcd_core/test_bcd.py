@@ -8,6 +8,7 @@ import pytest
 
 from bcd_core.clustering import cluster_tasks
 from bcd_core.records.store import RecordStore
+from bcd_core.tuning.bcd import stalled_rounds
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import RoundFinished, SessionMessage
 from bcd_core.tuning.session import prepare_model, run_session
@@ -110,7 +111,15 @@ def test_budget_and_metrics(steered, layout) -> None:
     assert metrics and all(0.0 <= (m["pairwise_accuracy"] or 0.0) <= 1.0 for m in metrics)
 
 
-def test_stop_then_resume_continues_the_session(tmp_path: Path, conv_cluster_model: Path, host) -> None:
+@pytest.mark.parametrize(
+    ("history", "stalled"),
+    [([], 0), ([2.0], 0), ([2.0, 1.0], 0), ([2.0, 1.0, 1.0], 1), ([3.0, 2.0, 2.0, 2.0], 2), ([5.0] * 4, 3)],
+)
+def test_stalled_rounds_counts_rounds_in_a_row_without_a_better_program(history, stalled) -> None:
+    assert stalled_rounds(history) == stalled
+
+
+def test_stop_then_resume_continues_the_session(tmp_path: Path, conv_cluster_model: Path, host, layout) -> None:
     control = TuningControl()
 
     def stop_after_two_rounds(event) -> None:
@@ -129,5 +138,12 @@ def test_stop_then_resume_continues_the_session(tmp_path: Path, conv_cluster_mod
     assert after[: len(before)] == before
     assert min(r for _, r, _ in after[len(before) :]) == 3
     assert RecordStore(db).session(first.session_id)["status"] == "completed"
+    # Every member's diffusion round comes before any member's seeded round: the model has
+    # an estimate as early as possible.
+    _, conv = layout
+    member_rounds = [sorted({t["round"] for t in trials_of(store, first.session_id, m)}) for m in conv.followers()]
+    later_rounds = [r for rounds in member_rounds for r in rounds[1:]]
+    assert later_rounds, "the budget leaves the members rounds after diffusion"
+    assert max(rounds[0] for rounds in member_rounds) < min(later_rounds)
     events = [e["message"] for e in RecordStore(db).events(first.session_id)]
     assert any("cost model retrained" in m for m in events)

@@ -14,7 +14,17 @@ import pytest
 from bcd_core.records.store import RecordStore
 from bcd_core.target import host_target
 from bcd_core.tuning.session import ROUNDS_BEFORE_GIVING_UP, run_session
-from bcd_core.tuning.settings import TuneSettings
+from bcd_core.tuning.settings import CPU_BUILDER_TIMEOUT_S, GPU_BUILDER_TIMEOUT_S, TuneSettings
+
+
+def test_builder_timeout_defaults_by_target_and_can_be_set() -> None:
+    # CPU: an LLVM build over 10 s is an extreme unroll; GPU builds also run NVRTC and took
+    # over 10 s per candidate on an H100 machine (every candidate failed).
+    assert TuneSettings().builder_timeout_for(gpu=False) == CPU_BUILDER_TIMEOUT_S == 10.0
+    assert TuneSettings().builder_timeout_for(gpu=True) == GPU_BUILDER_TIMEOUT_S > CPU_BUILDER_TIMEOUT_S
+    assert TuneSettings(builder_timeout_s=3.5).builder_timeout_for(gpu=True) == 3.5
+    with pytest.raises(ValueError, match="builder timeout"):
+        TuneSettings(builder_timeout_s=0)
 
 
 @pytest.mark.parametrize("strategy", ["metaschedule", "bcd"])

@@ -65,7 +65,9 @@ def test_export_matches_onnxruntime(tuned, tiny_mlp: Path, tmp_path: Path, host)
     _, db, _ = tuned
     imported = import_model(tiny_mlp)
     database = SqliteDatabase(RecordStore(db), target_key(host))
-    library = export_library(compile_tuned(database, imported.relax_mod, host), tmp_path / "tiny.so")
+    # Without a suffix TVM could not load the file back (it picks the loader by suffix).
+    library = export_library(compile_tuned(database, imported.relax_mod, host), tmp_path / "tiny")
+    assert library == tmp_path / "tiny.so" and library.is_file()
     report = check_library(library, imported.inputs, imported.onnx_model, runs=3)
     assert report.matches, report.max_abs_error
     # The check really compares: a different input gives different outputs.

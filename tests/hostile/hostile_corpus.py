@@ -328,7 +328,7 @@ TARGET_CASES = [
     Case(
         "unknown-target",
         "target",
-        'unknown or malformed target \'nosuch\': Target kind "nosuch" is not defined. Use \'llvm\' for this CPU',
+        "unknown or malformed target 'nosuch': Target kind \"nosuch\" is not defined. Use 'llvm' for this CPU",
         target="nosuch",
     ),
     Case(
@@ -340,7 +340,7 @@ TARGET_CASES = [
     Case(
         "malformed-target-json",
         "target",
-        "target is not valid JSON (Expecting ',' delimiter at column 16): {\"kind\": \"llvm\"; write a complete JSON",
+        'target is not valid JSON (Expecting \',\' delimiter at column 16): {"kind": "llvm"; write a complete JSON',
         target='{"kind": "llvm"',
     ),
     Case(
@@ -352,7 +352,7 @@ TARGET_CASES = [
     Case(
         "negative-cores",
         "target",
-        "num-cores=-3 in target '{\"kind\": \"llvm\", \"num-cores\": -3}' is not a number of CPU cores",
+        'num-cores=-3 in target \'{"kind": "llvm", "num-cores": -3}\' is not a number of CPU cores',
         target='{"kind": "llvm", "num-cores": -3}',
     ),
 ]
