@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Current results (docs/benchmarks.md, first section).
 bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/squeezenet-32d
+bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/squeezenet-32e
 bcd bench ../shared/models/resnet18.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/resnet18-32b
 # Every BCD timeline of the current code against every baseline of the same command.
-python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{,b,c,d}/squeezenet1_1-bench.json \
-    --bcd docs/bench/squeezenet-32d/squeezenet1_1-bench.json docs/bench/squeezenet-bcd-only/e2/squeezenet1_1-bench.json
+python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{,b,c,d,e}/squeezenet1_1-bench.json \
+    --bcd docs/bench/squeezenet-32{d,e}/squeezenet1_1-bench.json docs/bench/squeezenet-bcd-only/e2/squeezenet1_1-bench.json
