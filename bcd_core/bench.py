@@ -21,7 +21,6 @@ from tvm.target import Target
 from bcd_core.errors import MissingRecordError
 from bcd_core.export import compile_tuned, export_library, run_library, run_onnxruntime, target_device
 from bcd_core.model_import import random_inputs
-from bcd_core.records.store import RecordStore
 from bcd_core.session_view import first_time_at_or_below, session_timeline
 from bcd_core.target import describe_target, host_core_count
 from bcd_core.tuning.events import Listener
@@ -92,7 +91,7 @@ def run_bench(
         progress(f"== {strategy} ==")
         db_path = out_dir / f"{strategy}.db"
         run = run_session(model, db_path, target, replace(settings, strategy=strategy), listeners)
-        store = RecordStore(db_path)
+        store = run.store
         session = store.session(run.session_id)
         imported = run.prepared.imported
         prepared_inputs = imported.inputs
@@ -118,8 +117,7 @@ def run_bench(
             bookkeeping_s=float(session.get("bookkeeping_s") or 0.0),
             timeline=session_timeline(store, run.session_id),
         )
-        for opened in (store, run.store):  # the last connection to close folds the WAL into the file
-            opened.close()
+        store.close()  # the last connection to close folds the WAL into the file
     assert prepared_inputs is not None and onnx_model is not None
     reference = run_onnxruntime(onnx_model, random_inputs(prepared_inputs), runs=latency_runs).median_ms
     final, t_b, t_d, speedup = speedup_at_equal_latency(results["metaschedule"].timeline, results["bcd"].timeline)
