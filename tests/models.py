@@ -100,3 +100,22 @@ def convnet_pool(path: Path, channels: tuple[int, ...] = (3, 8, 12, 16), size: i
         inits,
     )
     return _save(graph, path)
+
+
+def embedding(path: Path, vocabulary: int = 50000, width: int = 16, tokens: int = 8) -> Path:
+    """Token ids (int64) -> Gather from a large table -> MatMul: BERT's first layer in small.
+    Random ids would read far outside the table."""
+    rng = np.random.default_rng(0)
+    inits = [_weight(rng, "table", (vocabulary, width)), _weight(rng, "w", (width, 4))]
+    nodes = [
+        helper.make_node("Gather", ["table", "ids"], ["vectors"], axis=0),
+        helper.make_node("MatMul", ["vectors", "w"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "embedding",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, tokens])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, tokens, 4])],
+        inits,
+    )
+    return _save(graph, path)

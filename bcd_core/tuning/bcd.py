@@ -9,7 +9,8 @@ every task has a round (and the model an estimate) as early as possible. Phase 3
 the rest of the budget where the estimated model latency should drop most (bcd-algorithm.md
 section 5: "when every task has had a round"): a member's next round there is its seeded
 round, later ones MetaSchedule's standard search over its full design space. A task whose
-best stopped improving counts for less each round and searches more widely.
+best stopped improving counts for less each round and searches more widely; a member
+whose representative improved expects as much from its refreshed prior.
 One shared XGBoost model learns from every measurement.
 Clusters under `minor_cluster_share` of the model's work (pooling, concatenation) get one
 representative round and diffusion-only members.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
+from contextlib import closing
 from typing import Any
 
 import tvm_ffi
@@ -78,6 +80,8 @@ class BcdPlan:
         self.skipped: set[int] = set()
         self.total_budget = run.trials_total
         self.diffused_from: dict[int, set[int]] = {}  # member -> prior trial ids it has received
+        # member -> its representative's best latency when the member last received programs
+        self.representative_best_at_diffusion: dict[int, float] = {}
         self.sketches: dict[int, list[Any]] = {}
         self.searches: dict[int, BcdSearch] = {}
         self.exhausted: set[int] = set()
@@ -273,10 +277,15 @@ class BcdPlan:
     def expected_gain(self, task_index: int) -> tuple[float, float]:
         """(never measured first, expected drop of the model's estimated latency).
 
-        The drop is weight x best latency x the relative improvement one more round should
-        bring: the recent per-round improvement (MetaSchedule's backward gradient), but at
-        least 1 / (rounds + 1), the diminishing return of a search that has not converged.
-        Without that floor a heavy task that stalls for a few rounds starves."""
+        A task's own share is weight x best latency x the relative improvement one more round
+        should bring: the recent per-round improvement (MetaSchedule's backward gradient), but
+        at least 1 / (rounds + 1), the diminishing return of a search that has not converged
+        (without that floor a heavy task that stalls for a few rounds starves), halved for
+        every round in a row without a better program. A member whose representative improved
+        since its last diffusion expects at least that relative gain: its next round diffuses
+        the refreshed prior (a few cheap candidates). Counting the members' work in a
+        representative's rounds instead gave the representative rounds that improved it by
+        2 % and its members not at all (SqueezeNet, docs/benchmarks.md)."""
         run = self.run
         best = run.best.get(task_index)
         if best is None:
@@ -287,8 +296,20 @@ class BcdPlan:
             past = history[-1 - GRADIENT_WINDOW]
             recent = (past - history[-1]) / past / GRADIENT_WINDOW
         rounds = run.rounds_per_task.get(task_index, 0)
-        decay = STALL_DECAY ** stalled_rounds(history)
-        return (0.0, run.tasks[task_index].weight * best * max(recent, 1.0 / (rounds + 1)) * decay)
+        improvement = max(recent, 1.0 / (rounds + 1)) * STALL_DECAY ** stalled_rounds(history)
+        work = run.tasks[task_index].weight * best
+        return (0.0, max(improvement, self.refresh_improvement(task_index)) * work)
+
+    def refresh_improvement(self, task_index: int) -> float:
+        """A member's representative's relative improvement since the member's last diffusion."""
+        cluster = self.cluster_of(task_index)
+        if cluster.size < 2 or task_index == cluster.representative:
+            return 0.0
+        then = self.representative_best_at_diffusion.get(task_index)
+        now = self.run.best.get(cluster.representative)
+        if then is None or now is None or task_index in self.fallbacks or not then > now:
+            return 0.0
+        return (then - now) / then
 
     def should_explore(self, task_index: int) -> bool:
         return stalled_rounds(self.run.best_history.get(task_index, [])) >= EXPLORE_AFTER_STALLS
@@ -312,6 +333,8 @@ class BcdPlan:
         seed = self.settings.seed * 7919 + task_index * 101 + self.run.round
         result = diffuse(context, sketches, priors, count, seed, seen=set())
         self.diffused_from.setdefault(task_index, set()).update(p[0] for p in priors)
+        if cluster.representative in self.run.best:
+            self.representative_best_at_diffusion[task_index] = self.run.best[cluster.representative]
         if result.matched_sketch is None:
             self.fallback(task_index, cluster)
             return None
@@ -526,7 +549,8 @@ def tune_bcd(run: TuningRun) -> None:
     if run.resumed:
         _retrain_from_store(run, cost_model)
     recorder = RecordTrials(run, [task.index for task in run.tasks])
-    with tempfile.TemporaryDirectory(prefix="bcd-") as work_dir:
+    builder = make_builder(run.settings, run.target)
+    with tempfile.TemporaryDirectory(prefix="bcd-") as work_dir, closing(builder):
         ms.tune_tasks(
             tasks=contexts,
             task_weights=[float(task.weight) for task in run.tasks],
@@ -534,7 +558,7 @@ def tune_bcd(run: TuningRun) -> None:
             max_trials_global=UNLIMITED,  # the plan enforces the (user-changeable) budget
             max_trials_per_task=UNLIMITED,
             num_trials_per_iter=run.settings.batch_size,
-            builder=make_builder(run.settings, run.target),
+            builder=builder,
             runner=make_runner(run.settings),
             database=run.database,
             cost_model=cost_model,

@@ -6,17 +6,15 @@ from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
 
 from bcd_core.target import host_core_count, is_gpu
-from bcd_core.tuning.builder import build_candidate
+from bcd_core.tuning.arguments import local_arguments
+from bcd_core.tuning.builder import PooledBuilder
 from bcd_core.tuning.remote import check_tracker, make_rpc_runner
 from bcd_core.tuning.settings import TuneSettings
 
 
-def make_builder(settings: TuneSettings, target: Target) -> ms.builder.Builder:
-    return ms.builder.LocalBuilder(
-        max_workers=host_core_count(),
-        timeout_sec=settings.builder_timeout_for(is_gpu(target)),
-        f_build=build_candidate,
-    )
+def make_builder(settings: TuneSettings, target: Target) -> PooledBuilder:
+    """Close it when the session ends (its worker processes outlive a round)."""
+    return PooledBuilder(max_workers=host_core_count(), timeout_sec=settings.builder_timeout_for(is_gpu(target)))
 
 
 def evaluator_config(settings: TuneSettings) -> ms.runner.EvaluatorConfig:
@@ -31,7 +29,11 @@ def evaluator_config(settings: TuneSettings) -> ms.runner.EvaluatorConfig:
 def make_runner(settings: TuneSettings) -> ms.runner.Runner:
     if settings.runner == "rpc":  # builds stay here; modules are timed on the tracker's servers
         return make_rpc_runner(settings, evaluator_config(settings))
-    return ms.runner.LocalRunner(timeout_sec=settings.runner_timeout_s, evaluator_config=evaluator_config(settings))
+    return ms.runner.LocalRunner(
+        timeout_sec=settings.runner_timeout_s,
+        evaluator_config=evaluator_config(settings),
+        f_alloc_argument=local_arguments,
+    )
 
 
 def check_runner(settings: TuneSettings) -> None:

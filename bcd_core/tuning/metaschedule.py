@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 
 from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
@@ -75,7 +75,8 @@ def tune_stock(run: TuningRun) -> None:
     run.cost_model = ms.cost_model.CostModel.create("xgb", num_tuning_cores=host_core_count(), tree_method="auto")
     recorder = RecordTrials(run, [task.index for task in pending])
     run.control_in_callback = True
-    with tempfile.TemporaryDirectory(prefix="bcd-ms-") as work_dir, _stoppable(run):
+    builder = make_builder(run.settings, run.target)
+    with tempfile.TemporaryDirectory(prefix="bcd-ms-") as work_dir, _stoppable(run), closing(builder):
         ms.tune_tasks(
             tasks=contexts,
             task_weights=[float(task.weight) for task in pending],
@@ -83,7 +84,7 @@ def tune_stock(run: TuningRun) -> None:
             max_trials_global=budget_left,
             max_trials_per_task=budget_left,
             num_trials_per_iter=run.settings.batch_size,
-            builder=make_builder(run.settings, run.target),
+            builder=builder,
             runner=make_runner(run.settings),
             database=run.database,
             cost_model=run.cost_model,

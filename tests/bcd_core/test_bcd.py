@@ -8,7 +8,7 @@ import pytest
 
 from bcd_core.clustering import cluster_tasks
 from bcd_core.records.store import RecordStore
-from bcd_core.tuning.bcd import stalled_rounds
+from bcd_core.tuning.bcd import BcdPlan, stalled_rounds
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import RoundFinished, SessionMessage
 from bcd_core.tuning.session import prepare_model, run_session
@@ -117,6 +117,28 @@ def test_budget_and_metrics(steered, layout) -> None:
 )
 def test_stalled_rounds_counts_rounds_in_a_row_without_a_better_program(history, stalled) -> None:
     assert stalled_rounds(history) == stalled
+
+
+def test_a_member_whose_representative_improved_is_worth_a_refresh_round(
+    tmp_path: Path, conv_cluster_model: Path, host, layout
+):
+    _, conv = layout
+    run = run_session(conv_cluster_model, tmp_path / "gain.db", host, SETTINGS)
+    plan = BcdPlan(run)  # the plan as it would be for one more round
+    rep = conv.representative
+    member, _ = conv.followers()
+    assert all(index in run.best for index in conv.members)
+
+    # A member whose representative halved its latency since the member's last diffusion
+    # expects at least half of its own work back from the refreshed prior.
+    work = run.tasks[member].weight * run.best[member]
+    plan.representative_best_at_diffusion[member] = run.best[rep]
+    unchanged = plan.expected_gain(member)[1]
+    plan.representative_best_at_diffusion[member] = 2 * run.best[rep]
+    refreshed = plan.expected_gain(member)[1]
+    assert refreshed >= 0.5 * work - 1e-12 and refreshed > unchanged
+    plan.fallbacks.add(member)  # searching on its own: nothing to refresh
+    assert plan.expected_gain(member)[1] == pytest.approx(unchanged)
 
 
 def test_stop_then_resume_continues_the_session(tmp_path: Path, conv_cluster_model: Path, host, layout) -> None:

@@ -32,8 +32,10 @@ def test_a_task_whose_candidates_all_time_out_is_skipped_with_the_reason(
     tiny_mlp: Path, tmp_path: Path, strategy: str
 ) -> None:
     db = tmp_path / "timeouts.db"
-    # No candidate can run within a microsecond: every measurement times out.
-    settings = TuneSettings(strategy=strategy, trials_per_task=6, trials_per_round=2, runner_timeout_s=1e-6)
+    # Every measurement times out: it takes at least runner_number x runner_min_repeat_ms (60 ms).
+    # Not 1 us: LocalRunner's start-up check runs under the same limit, and lost that race at times.
+    settings = TuneSettings(strategy=strategy, trials_per_task=6, trials_per_round=2, runner_timeout_s=0.04)
+    assert settings.runner_number * settings.runner_min_repeat_ms / 1000 > settings.runner_timeout_s
     run = run_session(tiny_mlp, db, host_target(), settings, new_session=True)
 
     store = RecordStore(db)

@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import models
 import numpy as np
 import pytest
 from conftest import SAMPLE_MODEL
@@ -15,7 +16,7 @@ from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.store import RecordStore
 from bcd_core.target import target_key
 from bcd_core.tuning.events import RoundFinished, SessionFinished, SessionStarted
-from bcd_core.tuning.session import run_session
+from bcd_core.tuning.session import estimated_latency, run_session
 from bcd_core.tuning.settings import TuneSettings
 
 
@@ -135,3 +136,22 @@ def test_cli_tune_then_export_sample_model(tmp_path: Path) -> None:
         timeout=300,
     )
     assert check.returncode == 0 and "outputs match" in check.stdout
+
+
+def test_a_model_with_token_ids_is_measured_and_exported(tmp_path: Path, host) -> None:
+    """Random int64 token ids index far outside the embedding table and crashed the runner,
+    so the lookup task had no measurement and the model no estimate (BERT's `take`)."""
+    model = models.embedding(tmp_path / "embedding.onnx")
+    db = tmp_path / "embedding.db"
+    run = run_session(model, db, host, TuneSettings(strategy="bcd", trials_per_task=2, trials_per_round=2))
+    store = RecordStore(db)
+    trials = store.trials(run.session_id)
+    lookup = [t for t in store.tasks(run.session_id) if "take" in t["name"]]
+    assert lookup, "the model has no lookup task any more: the test no longer tests the fix"
+    assert all(t["latency_s"] is not None for t in trials if t["task_id"] == lookup[0]["id"])
+    assert estimated_latency(run.tasks, run.best) is not None
+    imported = import_model(model)
+    database = SqliteDatabase(store, target_key(host))
+    library = export_library(compile_tuned(database, imported.relax_mod, host), tmp_path / "embedding")
+    report = check_library(library, imported.inputs, imported.onnx_model, runs=3)
+    assert report.matches, report.max_abs_error

@@ -1,0 +1,76 @@
+"""The pooled builder: workers live across rounds, a worker gone bad is replaced."""
+
+from __future__ import annotations
+
+import os
+
+import tvm
+from tvm import te
+from tvm.s_tir import meta_schedule as ms
+
+from bcd_core.target import host_target
+from bcd_core.tuning.builder import PooledBuilder, build_candidate
+
+
+def add_one() -> tvm.IRModule:
+    a = te.placeholder((64,), name="a")
+    b = te.compute((64,), lambda i: a[i] + 1.0, name="b")
+    return tvm.IRModule({"main": te.create_prim_func([a, b])})
+
+
+def worker_pids(builder: PooledBuilder) -> set[int]:
+    pool = builder._pool
+    assert pool is not None
+    return {worker._proc.pid for worker in pool._worker_map.values() if worker._proc is not None}
+
+
+def test_workers_outlive_a_round_and_run_the_build() -> None:
+    builder = PooledBuilder(max_workers=1, timeout_sec=30.0)
+    inputs = [ms.builder.BuilderInput(add_one(), host_target())]
+    try:
+        first = builder.build(inputs)
+        pids = worker_pids(builder)
+        second = builder.build(inputs)
+        assert worker_pids(builder) == pids  # the same process built both rounds
+    finally:
+        builder.close()
+    for result in first + second:
+        assert result.error_msg is None
+        assert os.path.exists(result.artifact_path)
+        assert tvm.runtime.load_module(result.artifact_path)["main"] is not None
+
+
+def test_a_build_that_fails_in_a_used_worker_is_built_again_in_a_fresh_one() -> None:
+    def fails_after_first_use(
+        mod: tvm.IRModule, target: tvm.target.Target, params: object = None
+    ) -> tvm.runtime.Module:
+        """Builds once per process, then raises: a worker whose state went bad (defined
+        here, so that the workers get it by value)."""
+        if os.environ.get("BCD_TEST_WORKER_USED"):
+            raise RuntimeError("this worker went bad")
+        os.environ["BCD_TEST_WORKER_USED"] = "1"
+        return build_candidate(mod, target, params)
+
+    builder = PooledBuilder(max_workers=1, timeout_sec=30.0, f_build=fails_after_first_use)
+    inputs = [ms.builder.BuilderInput(add_one(), host_target())]
+    try:
+        assert builder.build(inputs)[0].error_msg is None
+        retried = builder.build(inputs)[0]  # fails in the used worker, then builds in a fresh one
+        assert retried.error_msg is None
+        assert builder._pool is None  # the bad workers are gone; the next round starts new ones
+        assert builder.build(inputs)[0].error_msg is None
+    finally:
+        builder.close()
+
+
+def test_a_build_that_fails_everywhere_reports_the_error() -> None:
+    def always_fails(mod: tvm.IRModule, target: tvm.target.Target, params: object = None) -> tvm.runtime.Module:
+        raise RuntimeError("no such instruction")
+
+    builder = PooledBuilder(max_workers=1, timeout_sec=30.0, f_build=always_fails)
+    try:
+        result = builder.build([ms.builder.BuilderInput(add_one(), host_target())])[0]
+    finally:
+        builder.close()
+    assert result.artifact_path is None
+    assert "An exception occurred" in result.error_msg and "no such instruction" in result.error_msg
