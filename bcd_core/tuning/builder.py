@@ -70,8 +70,9 @@ class PooledBuilder(ms.builder.PyBuilder):
         failed = [i for i, outcome in enumerate(outcomes) if outcome.status == StatusKind.EXCEPTION]
         if failed:
             # A long-lived worker's LLVM state can go bad ("Instruction does not dominate all
-            # uses" for every later build, seen about once in a few hundred rounds): start
-            # fresh workers, and build what failed again in fresh processes, as LocalBuilder would.
+            # uses", then every later build of a task failed; seen once in a dozen short test
+            # sessions): start fresh workers, and build what failed again in fresh processes,
+            # as LocalBuilder would. A candidate that really cannot build fails twice.
             self.close()
             fresh = self._new_pool(None)
             try:
