@@ -6,7 +6,10 @@ time. Pairing each BCD timeline with every baseline timeline of the same model, 
 baseline code shows how much of a single pair's speedup is that noise.
 
     python docs/cross_pairs.py --baseline docs/bench/squeezenet-32*/squeezenet1_1-bench.json \\
-        --bcd docs/bench/squeezenet-32d/squeezenet1_1-bench.json
+        --bcd docs/bench/squeezenet-32d/squeezenet1_1-bench.json --plot pairs.png
+
+`--plot` draws every timeline in one figure (baselines grey, BCD blue), with the mean of
+each strategy's estimates at each time (where every run of it had an estimate).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", nargs="+", type=Path, required=True, help="bench JSON files")
     parser.add_argument("--bcd", nargs="+", type=Path, required=True, help="bench JSON files")
+    parser.add_argument("--plot", type=Path, help="also draw every timeline into this PNG")
     args = parser.parse_args()
     speedups = []
     for base in args.baseline:
@@ -44,6 +48,54 @@ def main() -> None:
         f"range {min(reached, default=0):.2f}-{max(reached, default=0):.2f}x where reached, "
         f"{sum(1 for s in speedups if s >= 2)} at 2x or more, {len(speedups) - len(reached)} never reached"
     )
+    if args.plot:
+        plot_runs(args.baseline, args.bcd, args.plot)
+
+
+def estimate_at(steps: list[tuple[float, float]], when: float) -> float | None:
+    """The best estimate a timeline had reached by `when` (None before its first)."""
+    reached = [latency for t, latency in steps if t <= when]
+    return min(reached) if reached else None
+
+
+def plot_runs(baselines: list[Path], bcds: list[Path], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(8, 4.5), dpi=110)
+    groups = (("metaschedule", baselines, "#7f7f7f", "stock MetaSchedule"), ("bcd", bcds, "#1f77b4", "BCD"))
+    end = max(t for strategy, files, _, _ in groups for f in files for t, _ in timeline(f, strategy))
+    grid = [end * i / 200 for i in range(201)]
+    for strategy, files, color, label in groups:
+        runs = [timeline(f, strategy) for f in files]
+        for steps in runs:
+            xs, ys = [t / 60 for t, _ in steps], [latency * 1e3 for _, latency in steps]
+            axis.step(xs, ys, where="post", color=color, linewidth=0.8, alpha=0.45)
+        mean = [(t, [estimate_at(steps, t) for steps in runs]) for t in grid]
+        mean = [(t / 60, statistics.fmean(v) * 1e3) for t, v in mean if all(x is not None for x in v)]
+        axis.plot(
+            [t for t, _ in mean],
+            [v for _, v in mean],
+            color=color,
+            linewidth=2.4,
+            label=f"{label}: mean of {len(runs)} runs",
+        )
+    report = json.loads(baselines[0].read_text())
+    axis.set_title(
+        f"{Path(report['model']).name}, {report['trials_per_task']} trials/task: every run, and the mean "
+        "(after its end a run keeps its final estimate)",
+        fontsize=9,
+    )
+    axis.set_yscale("log")
+    axis.set_xlabel("tuning time (min, including import and task extraction)")
+    axis.set_ylabel("estimated model latency (ms)")
+    axis.grid(True, which="both", alpha=0.3)
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
 
 
 if __name__ == "__main__":

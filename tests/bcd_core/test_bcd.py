@@ -113,7 +113,16 @@ def test_budget_and_metrics(steered, layout) -> None:
 
 @pytest.mark.parametrize(
     ("history", "stalled"),
-    [([], 0), ([2.0], 0), ([2.0, 1.0], 0), ([2.0, 1.0, 1.0], 1), ([3.0, 2.0, 2.0, 2.0], 2), ([5.0] * 4, 3)],
+    [
+        ([], 0),
+        ([2.0], 0),
+        ([2.0, 1.0], 0),
+        ([2.0, 1.0, 1.0], 1),
+        ([3.0, 2.0, 2.0, 2.0], 2),
+        ([5.0] * 4, 3),
+        ([1.0, 0.98], 0),
+        ([1.0, 0.995, 0.991], 2),  # better by less than 1 %: timing noise, not progress
+    ],
 )
 def test_stalled_rounds_counts_rounds_in_a_row_without_a_better_program(history, stalled) -> None:
     assert stalled_rounds(history) == stalled
@@ -139,6 +148,30 @@ def test_a_member_whose_representative_improved_is_worth_a_refresh_round(
     assert refreshed >= 0.5 * work - 1e-12 and refreshed > unchanged
     plan.fallbacks.add(member)  # searching on its own: nothing to refresh
     assert plan.expected_gain(member)[1] == pytest.approx(unchanged)
+
+
+def test_phase_three_prefers_the_round_that_buys_more_latency_per_trial(
+    tmp_path: Path, conv_cluster_model: Path, host, layout
+):
+    _, conv = layout
+    run = run_session(conv_cluster_model, tmp_path / "rate.db", host, SETTINGS)
+    plan = BcdPlan(run)  # the plan as it would be for more rounds
+    plan.total_budget = run.trials_done + 100
+    member, other = conv.followers()
+    plan.skipped = {t.index for t in run.tasks} - {member, other}
+    run.rounds_per_task[member] = 1  # its seeded round (half a batch) is still to come
+    run.rounds_per_task[other] = 1
+    plan.moved[other] = f"single:{other}"  # a singleton's next round is a whole batch
+    plan.recluster()
+    assert plan.next_round_trials(member) * 2 == plan.next_round_trials(other) == SETTINGS.batch_size
+    for history in (member, other):
+        run.best_history[history] = [run.best[history]]  # one round, no stall
+    # The member's round is expected to bring 3/4 of the other's gain for half the trials.
+    run.best[member] = run.best[other] * run.tasks[other].weight / run.tasks[member].weight * 0.75
+    assert plan.expected_gain(member)[1] == pytest.approx(0.75 * plan.expected_gain(other)[1])
+    assert plan.next_task() == member
+    run.best[member] /= 2  # now 3/8 of the gain for half the trials
+    assert plan.next_task() == other
 
 
 def test_stop_then_resume_continues_the_session(tmp_path: Path, conv_cluster_model: Path, host, layout) -> None:
