@@ -171,7 +171,7 @@ class BcdPlan:
         member is measured (then the model has no estimate at all). Phase 2 is reserved
         first; phase 1 may use at most half of what is left, scaled evenly."""
         batch = self.settings.batch_size
-        half = max(1, batch // 2)
+        half = self.member_batch
         phase_two = sum(self.member_rounds(c) * half * (c.size - 1) if c.size > 1 else batch for c in self.clusters)
         wanted = sum(self.wanted_representative_rounds(c) * batch for c in self.clusters if c.size > 1)
         allowed = max(0.0, (self.total_budget - phase_two) / 2)
@@ -288,9 +288,13 @@ class BcdPlan:
         never_measured, gain = self.expected_gain(task_index)
         return (never_measured, gain / self.next_round_trials(task_index))
 
+    @property
+    def member_batch(self) -> int:
+        """A member's phase-2 round: half a representative's."""
+        return max(1, self.settings.batch_size // 2)
+
     def next_round_trials(self, task_index: int) -> int:
-        batch = self.settings.batch_size
-        return max(1, batch // 2) if self.in_phase_two(task_index) else batch
+        return self.member_batch if self.in_phase_two(task_index) else self.settings.batch_size
 
     def expected_gain(self, task_index: int) -> tuple[float, float]:
         """(never measured first, expected drop of the model's estimated latency).
@@ -480,7 +484,7 @@ class BcdSearch(ms.search_strategy.PySearchStrategy):
 
     def generate_measure_candidates(self) -> list[ms.MeasureCandidate] | None:
         plan = self.plan
-        half = max(1, plan.settings.batch_size // 2)  # a member's round is half a representative's
+        half = plan.member_batch
         seeds = plan.diffusion_batch(self.task_index, half)
         if seeds:
             self.seed_batch_out = True
