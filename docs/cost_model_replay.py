@@ -25,7 +25,7 @@ from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.meta_schedule.database import TuningRecord, Workload
 
 from bcd_core.cost_model.metrics import pairwise_accuracy, spearman
-from bcd_core.cost_model.xgb import FEATURE_WIDTH, aggregate_features
+from bcd_core.cost_model.xgb import FEATURE_WIDTH, SharedXGBModel, aggregate_features
 
 
 def featurize(db_path: str) -> list[dict[str, Any]]:
@@ -67,46 +67,27 @@ def normalized_throughput(tasks: list[int], latencies: list[float | None]) -> np
 
 
 class Aggregated:
-    """bcd's SharedXGBModel: sum/max/count of the per-store features, one row per candidate."""
+    """bcd's own SharedXGBModel (sum/max/count of the per-store features per candidate),
+    with its objective or retraining schedule changed for the variants."""
 
     def __init__(self, objective: str = "rank:pairwise", finetune: bool = True) -> None:
-        self.objective, self.finetune = objective, finetune
-        self.rows: list[np.ndarray] = []
-        self.tasks: list[int] = []
-        self.latencies: list[float | None] = []
-        self.booster: xgb.Booster | None = None
-        self.since_full = 0
+        # full_retrain_every=0: a full retrain at every update instead of continued boosting.
+        self.model = SharedXGBModel(num_threads=2, full_retrain_every=8 if finetune else 0)
+        self.model.params["objective"] = objective
 
-    def matrix(self, indices: list[int]) -> xgb.DMatrix:
-        indices = sorted(indices, key=lambda i: self.tasks[i])
-        labels = normalized_throughput(self.tasks, self.latencies)[indices]
-        data = xgb.DMatrix(np.stack([self.rows[i] for i in indices]), label=labels)
-        if self.objective.startswith("rank"):
-            sizes: dict[int, int] = defaultdict(int)
-            for i in indices:
-                sizes[self.tasks[i]] += 1
-            data.set_group(list(sizes.values()))
-        return data
+    @property
+    def booster(self) -> xgb.Booster | None:
+        return self.model.booster
+
+    @staticmethod
+    def rows(features: list[np.ndarray]) -> np.ndarray:
+        return np.stack([aggregate_features(f) for f in features])
 
     def predict(self, features: list[np.ndarray]) -> np.ndarray:
-        return self.booster.predict(xgb.DMatrix(np.stack([aggregate_features(f) for f in features])))
+        return self.model.predict_features(self.rows(features))
 
     def update(self, task: int, features: list[np.ndarray], latencies: list[float | None], accuracy) -> None:
-        start = len(self.latencies)
-        self.rows += [aggregate_features(f) for f in features]
-        self.tasks += [task] * len(latencies)
-        self.latencies += latencies
-        if all(lat is None for lat in self.latencies):
-            return
-        params = {"objective": self.objective, "max_depth": 6, "eta": 0.2, "min_child_weight": 0, "nthread": 2}
-        full = self.booster is None or not self.finetune or self.since_full >= 8 or (accuracy or 1.0) < 0.55
-        if full:
-            self.booster = xgb.train(params, self.matrix(list(range(len(self.latencies)))), 80)
-            self.since_full = 0
-        else:
-            new = list(range(start, len(self.latencies)))
-            self.booster = xgb.train(params, self.matrix(new), 12, xgb_model=self.booster)
-            self.since_full += 1
+        self.model.learn(str(task), self.rows(features), latencies, accuracy)
 
 
 class PerStore:

@@ -147,7 +147,14 @@ class SharedXGBModel(ms.cost_model.PyCostModel):
             before = self.predict_features(features)
             new_labels = [0.0 if lat is None else 1.0 / lat for lat in latencies]
             accuracy = pairwise_accuracy(before, new_labels)
-        new = self.add_samples(str(context.task_name), features, latencies)
+        self.learn(str(context.task_name), features, latencies, accuracy)
+
+    def learn(
+        self, task_key: str, features: np.ndarray, latencies: Sequence[float | None], accuracy: float | None
+    ) -> None:
+        """Add a measured batch; continue boosting on it, or retrain on everything every
+        `full_retrain_every` updates and when the accuracy on the batch fell below the floor."""
+        new = self.add_samples(task_key, features, latencies)
         needs_full = (
             self.booster is None
             or self.updates_since_full >= self.full_retrain_every
