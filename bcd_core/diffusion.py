@@ -191,11 +191,15 @@ def diffuse(
     count: int,
     seed: int,
     seen: set[int] | None = None,
+    spread: bool = False,
 ) -> DiffusionResult:
     """Up to `count` valid, distinct diffused programs for the member of `context`.
 
-    For each prior program (best first), adaptations are tried in a seeded random order,
-    plus a random tiling for diversity. Programs whose module hash is in `seen` are skipped.
+    Each prior program (best first) is tried with its tiles copied, then kept and scaled (in
+    a seeded random order), plus a random tiling for diversity. By default one program's
+    adaptations come before the next program's; `spread` tries every program's first
+    adaptation before any program's second, so that `count` candidates come from as many
+    prior programs as possible. Programs whose module hash is in `seen` are skipped.
     """
     rng = random.Random(seed)
     postprocs = list(context.space_generator.postprocs)
@@ -203,6 +207,7 @@ def diffuse(
     programs: list[DiffusedProgram] = []
     matched: int | None = None
     attempted = rejected = 0
+    plans = []  # (source id, prior, member sketch index, adaptations in order)
     for source_id, prior in priors:
         index = matching_sketch(prior, sketches)
         if index is None:
@@ -210,24 +215,28 @@ def diffuse(
         matched = index if matched is None else matched
         modes = ["keep", "scale"]
         rng.shuffle(modes)
-        modes = ["copy", *modes, "random"]
-        for mode in modes:
-            if len(programs) >= count:
+        plans.append((source_id, prior, index, ["copy", *modes, "random"]))
+    if spread:
+        order = [(plan, plan[3][level]) for level in range(len(TILE_MODES)) for plan in plans if level < len(plan[3])]
+    else:
+        order = [(plan, mode) for plan in plans for mode in plan[3]]
+    for (source_id, prior, index, _), mode in order:
+        if len(programs) >= count:
+            break
+        for copy_location in (True, False):
+            attempted += 1
+            try:
+                sch = replay(context.mod, sketches[index].trace, prior, mode, rng, copy_location)
+            except Exception:
+                rejected += 1
+                continue  # e.g. a compute location invalid for the member: sample instead
+            if not postprocess(sch, postprocs):
+                rejected += 1
                 break
-            for copy_location in (True, False):
-                attempted += 1
-                try:
-                    sch = replay(context.mod, sketches[index].trace, prior, mode, rng, copy_location)
-                except Exception:
-                    rejected += 1
-                    continue  # e.g. a compute location invalid for the member: sample instead
-                if not postprocess(sch, postprocs):
-                    rejected += 1
-                    break
-                key = int(tvm_ffi.structural_hash(sch.mod))
-                if key not in seen:
-                    seen.add(key)
-                    label = mode if copy_location else f"{mode}+location-sampled"
-                    programs.append(DiffusedProgram(sch, source_id, label))
-                break
+            key = int(tvm_ffi.structural_hash(sch.mod))
+            if key not in seen:
+                seen.add(key)
+                label = mode if copy_location else f"{mode}+location-sampled"
+                programs.append(DiffusedProgram(sch, source_id, label))
+            break
     return DiffusionResult(programs[:count], matched, attempted, rejected)

@@ -224,7 +224,7 @@ def _generate_session(
         "cluster_mode": "sketch",
         "input_shapes": {},
         "member_generations": 2,
-        "prior_top_k": 2,
+        "prior_top_k": 8,
         "representative_round_cap": REPRESENTATIVE_ROUND_CAP,
         "seed": 0,
         "strategy": "bcd",

@@ -353,7 +353,9 @@ class BcdPlan:
         context = self.run.contexts[task_index]
         sketches = self.sketches[task_index]
         seed = self.settings.seed * 7919 + task_index * 101 + self.run.round
-        result = diffuse(context, sketches, priors, count, seed, seen=set())
+        # One program from each prior program before a second adaptation of any: which of the
+        # representative's programs suits a member's shape varies a lot (docs/benchmarks.md).
+        result = diffuse(context, sketches, priors, count, seed, seen=set(), spread=True)
         self.diffused_from.setdefault(task_index, set()).update(p[0] for p in priors)
         if cluster.representative in self.run.best:
             self.representative_best_at_diffusion[task_index] = self.run.best[cluster.representative]

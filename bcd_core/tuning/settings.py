@@ -38,7 +38,9 @@ class TuneSettings:
     tracker: str = ""  # HOST:PORT of `python -m tvm.exec.rpc_tracker`, for runner "rpc"
     tracker_key: str = ""  # the --key the RPC servers registered with at that tracker
     # BCD (bcd-algorithm.md): prior size, generations of a member's search, rounds cap.
-    prior_top_k: int = 2
+    # A member's diffusion round takes one program from each of the top-k (docs/benchmarks.md,
+    # "diffusion replay": 8 came closer to the members' final programs than 2 or 4).
+    prior_top_k: int = 8
     member_generations: int = 2
     representative_round_cap: int = 10
     # Clusters whose share of the model's FLOPs x weight is below this (pooling, concatenation)

@@ -126,6 +126,23 @@ def test_diffusion_is_seeded(conv_tasks, host) -> None:
     assert [p.schedule.mod.script() for p in first.programs] == [p.schedule.mod.script() for p in again.programs]
 
 
+def test_spread_takes_one_program_from_each_prior_first(conv_tasks, host) -> None:
+    representative, member = conv_tasks
+    # Sampled with a fixed random state, so that every run diffuses the same programs.
+    sampled = context_for(representative, host).generate_design_space()
+    priors = [(i, sketch.trace) for i, sketch in enumerate(sampled)]
+    assert len(priors) >= 2
+    context = context_for(member, host)
+    sketches = list(context.generate_design_space())
+    count = len(priors)
+    spread = diffuse(context, sketches, priors, count=count, seed=5, spread=True)
+    assert [p.source_trial_id for p in spread.programs] == [i for i, _ in priors]
+    assert all(p.adaptation.startswith("copy") for p in spread.programs)
+    best_first = diffuse(context, sketches, priors, count=count, seed=5)
+    assert best_first.programs[0].source_trial_id == priors[0][0]
+    assert len({p.source_trial_id for p in best_first.programs}) < count  # the best program's adaptations first
+
+
 def test_no_matching_sketch_is_reported(conv_tasks, tiny_mlp: Path, host) -> None:
     dense = next(t for t in extract_tasks(import_model(tiny_mlp).relax_mod, host) if "matmul" in t.name)
     conv_prior = design_space(conv_tasks[0].mod, host)[0].trace

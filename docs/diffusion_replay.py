@@ -1,0 +1,189 @@
+"""How well diffusion variants carry a representative's programs to its members, replayed.
+
+For every cluster of a finished BCD run, the prior pool is what the run had when it diffused:
+the representative's records measured before any member of the cluster was diffused (its phase
+1). Each variant diffuses a member's half batch of programs from that pool into every member,
+and the programs are built and timed like a tuning round (a module two variants share is timed
+once). Printed per member: each variant's best diffused latency, divided by the best latency
+the run found for that member by the end (1.0 = diffusion alone found the run's final program);
+then the geometric mean of those ratios per variant, and how many members each variant got
+within 1.5x of the run's final best.
+
+    python docs/diffusion_replay.py ../shared/models/squeezenet1_1.onnx docs/bench/squeezenet-32j/bcd.db
+
+Nothing else should run meanwhile (it times programs). A SqueezeNet run takes 3-5 minutes on
+2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import tvm_ffi
+from tvm.s_tir import meta_schedule as ms
+from tvm.target import Target
+
+from bcd_core.diffusion import DiffusedProgram, diffuse
+from bcd_core.records.database import SqliteDatabase
+from bcd_core.records.store import RecordStore
+from bcd_core.target import host_core_count
+from bcd_core.tuning.measure import make_builder, make_runner
+from bcd_core.tuning.session import prepare_model, settings_of_session
+from bcd_core.tuning.settings import TuneSettings
+
+# name: (prior programs, spread candidates over programs first)
+VARIANTS: dict[str, tuple[int, bool]] = {
+    "top-2": (2, False),
+    "top-4 spread": (4, True),
+    "top-8 spread": (8, True),
+}
+NEAR_FINAL = 1.5
+
+
+def newest_bcd_session(store: RecordStore) -> dict[str, Any]:
+    sessions = [s for s in store.sessions() if s["strategy"] == "bcd"]
+    if not sessions:
+        sys.exit("no BCD session in this store")
+    return sessions[-1]
+
+
+def prior_pool(store: RecordStore, database: SqliteDatabase, session_id: int, rep: dict, members: list[dict]) -> list:
+    """The representative's distinct programs, best first, measured before the first diffusion."""
+    member_ids = {m["id"] for m in members}
+    trials = store.trials(session_id)
+    first_diffused = min(
+        (t["id"] for t in trials if t["task_id"] in member_ids and t["origin"] == "diffused"), default=None
+    )
+    if first_diffused is None:
+        return []
+    rows = [t for t in trials if t["task_id"] == rep["id"] and t["id"] < first_diffused and t["latency_s"]]
+    pool, seen = [], set()
+    for row in sorted(rows, key=lambda t: (t["latency_s"], t["id"])):
+        if row["trace"] not in seen:
+            seen.add(row["trace"])
+            pool.append((row["id"], database.record_from_row(row).trace))
+    return pool
+
+
+class Timer:
+    """Builds and times programs like a tuning round; each module once."""
+
+    def __init__(self, settings: TuneSettings, target: Target) -> None:
+        self.target = target
+        self.device = "cpu" if target.kind.name == "llvm" else target.kind.name
+        self.builder = make_builder(settings, target)
+        self.runner = make_runner(settings)
+        self.latency: dict[int, float | None] = {}
+
+    def time(self, programs: list[DiffusedProgram]) -> list[float | None]:
+        keys = [int(tvm_ffi.structural_hash(p.schedule.mod)) for p in programs]
+        fresh = {key: p for key, p in zip(keys, programs) if key not in self.latency}
+        items = list(fresh.items())
+        built = self.builder.build([ms.builder.BuilderInput(p.schedule.mod, self.target) for _, p in items])
+        inputs, waiting = [], []
+        for (key, program), result in zip(items, built):
+            if result.error_msg is not None:
+                self.latency[key] = None
+                continue
+            args = program.candidate().args_info
+            inputs.append(ms.runner.RunnerInput(result.artifact_path, self.device, args))
+            waiting.append(key)
+        for key, future in zip(waiting, self.runner.run(inputs) if inputs else []):
+            result = future.result()
+            secs = [float(s) for s in result.run_secs] if result.error_msg is None else []
+            self.latency[key] = sum(secs) / len(secs) if secs else None
+        return [self.latency[key] for key in keys]
+
+    def close(self) -> None:
+        self.builder.close()
+
+
+def replay(model: Path, db: Path, variants: dict[str, tuple[int, bool]]) -> dict[str, Any]:
+    store = RecordStore(db)
+    session = newest_bcd_session(store)
+    settings = settings_of_session(session, TuneSettings())
+    target = Target(json.loads(session["target"]))
+    database = SqliteDatabase(store, session["target_key"])
+    prepared = prepare_model(model, target, cluster_mode=settings.cluster_mode)
+    mods = {task.name: task.mod for task in prepared.tasks}
+    rows = store.tasks(session["id"])
+    final_best: dict[int, float] = {}
+    for trial in store.trials(session["id"]):
+        if trial["latency_s"]:
+            final_best[trial["task_id"]] = min(trial["latency_s"], final_best.get(trial["task_id"], math.inf))
+    clusters: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        clusters[row["cluster_key"]].append(row)
+    timer = Timer(settings, target)
+    count = max(1, settings.batch_size // 2)
+    results: list[dict[str, Any]] = []
+    try:
+        for key, cluster in clusters.items():
+            rep = next((r for r in cluster if r["is_representative"]), None)
+            members = [r for r in cluster if r is not rep and r["diffused_best_s"] is not None]
+            if rep is None or not members:
+                continue
+            pool = prior_pool(store, database, session["id"], rep, members)
+            for member in members:
+                context = ms.TuneContext(
+                    mod=mods[member["name"]],
+                    target=target,
+                    space_generator="post-order-apply",
+                    num_threads=host_core_count(),
+                )
+                sketches = list(context.generate_design_space())
+                line = {"member": member["name"], "cluster": key, "final_best_s": final_best.get(member["id"])}
+                for name, (top_k, spread) in variants.items():
+                    found = diffuse(context, sketches, pool[:top_k], count, seed=member["idx"], spread=spread)
+                    latencies = [lat for lat in timer.time(found.programs) if lat is not None]
+                    line[name] = min(latencies, default=None)
+                results.append(line)
+                cells = " ".join(f"{_ratio(line[n], line['final_best_s']):>14}" for n in variants)
+                print(f"{member['name'][:28]:28s} {cells}", flush=True)
+    finally:
+        timer.close()
+    return {"db": str(db), "members": results, "summary": summarize(results, variants)}
+
+
+def _ratio(latency: float | None, final: float | None) -> str:
+    return "failed" if latency is None or not final else f"{latency / final:.2f}"
+
+
+def summarize(results: list[dict[str, Any]], variants: dict[str, Any]) -> dict[str, dict[str, float]]:
+    summary = {}
+    for name in variants:
+        ratios = [r[name] / r["final_best_s"] for r in results if r[name] and r["final_best_s"]]
+        failed = sum(1 for r in results if not r[name])
+        geomean = math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if ratios else float("nan")
+        near = sum(1 for x in ratios if x <= NEAR_FINAL)
+        summary[name] = {"geomean_ratio": geomean, "within_1.5x": near, "failed": failed, "members": len(results)}
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", type=Path)
+    parser.add_argument("db", type=Path, help="a bench folder's bcd.db")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
+    args = parser.parse_args()
+    variants = {name: VARIANTS[name] for name in args.variants}
+    print(f"{'member':28s} " + " ".join(f"{n:>14}" for n in variants))
+    figures = replay(args.model, args.db, variants)
+    for name, s in figures["summary"].items():
+        print(
+            f"{name:14s} geometric mean best-diffused / final-best {s['geomean_ratio']:.2f}, "
+            f"within {NEAR_FINAL}x: {s['within_1.5x']}/{s['members']}, no valid program: {s['failed']}"
+        )
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1))
+
+
+if __name__ == "__main__":
+    main()
