@@ -17,6 +17,9 @@ from bcd_core import __version__
 from bcd_core.errors import BcdError
 from bcd_core.formatting import format_duration, format_flops, format_latency
 from bcd_core.tuning.control import TuningControl
+from bcd_core.tuning.settings import TuneSettings
+
+TUNE_DEFAULTS = TuneSettings()
 
 DEFAULT_RUNS_DIR = Path("runs")
 log = logging.getLogger("bcd")
@@ -182,7 +185,6 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def settings_from_args(args: argparse.Namespace) -> Any:
     from bcd_core.model_import import parse_input_shapes
-    from bcd_core.tuning.settings import TuneSettings
 
     if args.runner != "rpc" and (args.tracker or args.key):  # likely a forgotten --runner rpc
         raise BcdError("--tracker and --key choose remote servers: add --runner rpc (or drop them to measure here)")
@@ -198,6 +200,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
             tracker=args.tracker or "",
             tracker_key=args.key or "",
             builder_timeout_s=args.builder_timeout,
+            prior_top_k=args.prior_top_k,
         )
     except ValueError as err:
         raise BcdError(str(err)) from err
@@ -375,6 +378,14 @@ def _add_budget_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trials-per-round", type=int, default=16, help="candidates measured per batch")
     parser.add_argument("--cluster-mode", default="sketch", choices=["sketch", "operator"])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--prior-top-k",
+        type=int,
+        default=TUNE_DEFAULTS.prior_top_k,
+        metavar="K",
+        help=f"bcd: the representative's best programs a member's diffusion draws on (default "
+        f"{TUNE_DEFAULTS.prior_top_k}; bcd-algorithm.md's is 2)",
+    )
 
 
 def _add_runner_options(parser: argparse.ArgumentParser) -> None:

@@ -55,6 +55,8 @@ class TuneSettings:
             raise ValueError("trials per task must be at least 1")
         if self.trials_per_round < 1:
             raise ValueError("trials per round must be at least 1")
+        if self.prior_top_k < 1:
+            raise ValueError("the prior needs at least one program (--prior-top-k 1 or more)")
         if self.cluster_mode not in ("operator", "sketch"):
             raise ValueError("cluster mode must be 'operator' or 'sketch'")
         if self.builder_timeout_s is not None and self.builder_timeout_s <= 0:

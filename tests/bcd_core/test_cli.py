@@ -67,3 +67,16 @@ def test_unsupported_dynamic_and_target_errors(unsupported_model: Path, dynamic_
 def test_export_from_empty_or_missing_store(tmp_path: Path) -> None:
     result = bcd("export", "--db", str(tmp_path / "none.db"), "--out", str(tmp_path / "x.so"))
     assert result.returncode == 2 and "not found" in result.stderr
+
+
+def test_prior_size_option(tmp_path: Path) -> None:
+    from bcd_core.cli import build_parser, settings_from_args
+    from bcd_core.tuning.settings import TuneSettings
+
+    chosen = build_parser().parse_args(["tune", str(SAMPLE_MODEL), "--prior-top-k", "3"])
+    assert settings_from_args(chosen).prior_top_k == 3
+    default = build_parser().parse_args(["tune", str(SAMPLE_MODEL)])
+    assert settings_from_args(default).prior_top_k == TuneSettings().prior_top_k
+    result = bcd("tune", str(SAMPLE_MODEL), "--prior-top-k", "0", "--db", str(tmp_path / "x.db"))
+    assert result.returncode == 2 and "--prior-top-k" in result.stderr
+    assert not (tmp_path / "x.db").exists()
