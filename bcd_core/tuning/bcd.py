@@ -564,7 +564,8 @@ class BcdSearch(ms.search_strategy.PySearchStrategy):
     def generate_measure_candidates(self) -> list[ms.MeasureCandidate] | None:
         plan = self.plan
         half = plan.member_batch
-        seeds = plan.diffusion_batch(self.task_index, half)
+        left = plan.total_budget - plan.run.trials_done  # never overshoot the budget
+        seeds = plan.diffusion_batch(self.task_index, max(1, min(half, left)))
         if seeds:
             self.seed_batch_out = True
             return seeds
@@ -578,9 +579,8 @@ class BcdSearch(ms.search_strategy.PySearchStrategy):
         if candidates is None:
             plan.exhausted.add(self.task_index)
             return None
-        left = plan.total_budget - plan.run.trials_done
         limit = min(half, left) if seeded_round else left
-        return list(candidates)[: max(1, limit)]  # and never overshoot the budget
+        return list(candidates)[: max(1, limit)]
 
     def notify_runner_results(self, measure_candidates, results) -> None:
         if not self.seed_batch_out:  # seeds did not come from the inner search

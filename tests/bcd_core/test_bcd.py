@@ -8,7 +8,7 @@ import pytest
 
 from bcd_core.clustering import cluster_tasks
 from bcd_core.records.store import RecordStore
-from bcd_core.tuning.bcd import BcdPlan, stalled_rounds
+from bcd_core.tuning.bcd import STOCK_GENERATIONS, BcdPlan, BcdSearch, stalled_rounds
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import RoundFinished, SessionMessage
 from bcd_core.tuning.session import prepare_model, run_session
@@ -176,6 +176,9 @@ def test_a_representative_catches_up_with_a_member_that_outgrew_it(
     assert sources and sources <= member_trials
     assert not {i for _, i in plan.catch_up_programs(rep)} & sources  # received: not offered again
     assert rep in plan.catching_up
+    assert plan.catch_up_programs(rep)  # more to catch up with, but only 2 trials left in the budget
+    plan.total_budget = run.trials_done + 2
+    assert 1 <= len(BcdSearch(plan, rep, STOCK_GENERATIONS).generate_measure_candidates()) <= 2
 
 
 def test_phase_three_prefers_the_round_that_buys_more_latency_per_trial(
