@@ -486,13 +486,6 @@ class RecordStore:
         with self._lock:
             return list(self.db["trials"].rows_where(" and ".join(where) or None, params, order_by="id"))
 
-    def trials_by_id(self, trial_ids: list[int]) -> list[dict[str, Any]]:
-        if not trial_ids:
-            return []
-        marks = ", ".join("?" for _ in trial_ids)
-        with self._lock:
-            return [dict(row) for row in self.db.query(f"select * from trials where id in ({marks})", list(trial_ids))]
-
     def trial_counts(self, session_id: int) -> dict[int, int]:
         sql = "select task_id, count(*) from trials where session_id = ? group by task_id"
         with self._lock:

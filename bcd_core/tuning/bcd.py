@@ -11,9 +11,8 @@ the rest of the budget where the estimated model latency should drop most per tr
 half a batch, so it costs half a round): a member's next round there is its seeded round,
 later ones MetaSchedule's standard search over its full design space. A task whose best stopped
 improving (by at least 1 %, about the timing noise) counts for less each round and searches
-more widely. Any task of a cluster (the representative included) whose best runs at a lower
-FLOP rate than a program measured on another task of its cluster expects a catch-up round:
-those programs diffused into it (the prior refreshed with whatever in the cluster runs best).
+more widely; a member whose representative improved expects as much from its refreshed
+prior.
 One shared XGBoost model learns from every measurement.
 Clusters under `minor_cluster_share` of the model's work (pooling, concatenation) get one
 representative round and diffusion-only members.
@@ -38,7 +37,7 @@ from tvm.s_tir.schedule import Trace
 
 from bcd_core.clustering import Cluster, cluster_of, cluster_tasks
 from bcd_core.cost_model.xgb import SharedXGBModel
-from bcd_core.diffusion import DiffusionResult, diffuse
+from bcd_core.diffusion import diffuse
 from bcd_core.target import host_core_count
 from bcd_core.tuning.control import ControlRequest
 from bcd_core.tuning.measure import make_builder, make_runner
@@ -58,11 +57,6 @@ STALL_DECAY = 0.5
 # A new best less than 1 % faster than the old one is within the timing noise of repeated
 # measurements here: it does not count as progress.
 MIN_IMPROVEMENT = 0.01
-# A catch-up round is expected to close this share of the gap between a task's FLOP rate and
-# the best rate a program reached on another task of its cluster; each catch-up round that did
-# not improve the task halves it again (a task whose shape suits none of them must not keep
-# taking rounds).
-CATCH_UP_SHARE = 0.5
 EXPLORE_AFTER_STALLS = 2
 EXPLORE_EPS = 0.5
 STOCK_EPS = 0.05  # EvolutionarySearch's default eps_greedy
@@ -91,11 +85,9 @@ class BcdPlan:
         self.task_caps: dict[int, int] = {}
         self.skipped: set[int] = set()
         self.total_budget = run.trials_total
-        self.diffused_from: dict[int, set[int]] = {}  # task -> trial ids diffused into it
-        # task -> its fastest measured programs, (latency, trial id), at most prior_top_k
-        self.top_programs: dict[int, list[tuple[float, int]]] = {}
-        self.catching_up: set[int] = set()  # tasks whose batch out is a catch-up diffusion
-        self.failed_catch_ups: dict[int, int] = {}
+        self.diffused_from: dict[int, set[int]] = {}  # member -> prior trial ids it has received
+        # member -> its representative's best latency when the member last received programs
+        self.representative_best_at_diffusion: dict[int, float] = {}
         self.sketches: dict[int, list[Any]] = {}
         self.searches: dict[int, BcdSearch] = {}
         self.exhausted: set[int] = set()
@@ -120,13 +112,9 @@ class BcdPlan:
                 self.task_caps[row["idx"]] = row["budget"]  # a budget the user changed earlier
         index_of_row = {row_id: index for index, row_id in self.run.task_row_ids.items()}
         for trial in self.run.store.trials(self.run.session_id):
-            index = index_of_row.get(trial["task_id"])
-            if index is None:
-                continue
             if trial["origin"] == "diffused" and trial["source_trial_id"] is not None:
+                index = index_of_row[trial["task_id"]]
                 self.diffused_from.setdefault(index, set()).add(trial["source_trial_id"])
-            if trial["latency_s"] is not None:
-                self.note_program(index, trial["latency_s"], trial["id"])
         for row in self.run.store.tasks(self.run.session_id):
             if row["fallback"]:
                 self.diffused_from.setdefault(row["idx"], set())
@@ -306,10 +294,7 @@ class BcdPlan:
         return max(1, self.settings.batch_size // 2)
 
     def next_round_trials(self, task_index: int) -> int:
-        """A member's phase-2 round and a catch-up round take at most half a batch."""
-        if self.in_phase_two(task_index) or self.catch_up_programs(task_index):
-            return self.member_batch
-        return self.settings.batch_size
+        return self.member_batch if self.in_phase_two(task_index) else self.settings.batch_size
 
     def expected_gain(self, task_index: int) -> tuple[float, float]:
         """(never measured first, expected drop of the model's estimated latency).
@@ -318,9 +303,9 @@ class BcdPlan:
         should bring: the recent per-round improvement (MetaSchedule's backward gradient), but
         at least 1 / (rounds + 1), the diminishing return of a search that has not converged
         (without that floor a heavy task that stalls for a few rounds starves), halved for
-        every round in a row without a better program. A task that can catch up with a faster
-        program of its cluster expects at least `catch_up_improvement`: its next round diffuses
-        those programs (a few cheap candidates). Counting the members' work in a
+        every round in a row without a better program. A member whose representative improved
+        since its last diffusion expects at least that relative gain: its next round diffuses
+        the refreshed prior (a few cheap candidates). Counting the members' work in a
         representative's rounds instead gave the representative rounds that improved it by
         2 % and its members not at all (SqueezeNet, docs/benchmarks.md)."""
         run = self.run
@@ -335,73 +320,53 @@ class BcdPlan:
         rounds = run.rounds_per_task.get(task_index, 0)
         improvement = max(recent, 1.0 / (rounds + 1)) * STALL_DECAY ** stalled_rounds(history)
         work = run.tasks[task_index].weight * best
-        return (0.0, max(improvement, self.catch_up_improvement(task_index)) * work)
+        return (0.0, max(improvement, self.refresh_improvement(task_index)) * work)
 
-    # -- catching up within a cluster ---------------------------------------------------------
-    def note_program(self, task_index: int, latency: float, trial_id: int) -> None:
-        programs = self.top_programs.setdefault(task_index, [])
-        programs.append((latency, trial_id))
-        programs.sort()
-        del programs[self.settings.prior_top_k :]
-
-    def flop_rate(self, task_index: int, latency: float | None) -> float | None:
-        flops = self.run.tasks[task_index].flops
-        return flops / latency if latency and flops > 0 else None
-
-    def catch_up_programs(self, task_index: int) -> list[tuple[float, int]]:
-        """(FLOP rate, trial id) of programs measured on other tasks of the cluster that ran at
-        a higher FLOP rate than this task's best and were not diffused into it yet; fastest
-        first, at most prior_top_k. A member outgrowing its representative feeds it this way,
-        and a member whose first diffusion landed badly gets its siblings' programs."""
+    def refresh_improvement(self, task_index: int) -> float:
+        """A member's representative's relative improvement since the member's last diffusion."""
         cluster = self.cluster_of(task_index)
-        if cluster.size < 2 or task_index in self.fallbacks or self.in_phase_two(task_index):
-            return []  # (a member's diffusion and seeded rounds come first)
-        own = self.flop_rate(task_index, self.run.best.get(task_index))
-        if own is None:
-            return []
-        received = self.diffused_from.get(task_index, set())
-        found = []
-        for other in cluster.members:
-            for latency, trial_id in self.top_programs.get(other, []) if other != task_index else []:
-                rate = self.flop_rate(other, latency)
-                if rate is not None and rate > own * (1.0 + MIN_IMPROVEMENT) and trial_id not in received:
-                    found.append((rate, trial_id))
-        found.sort(reverse=True)
-        return found[: self.settings.prior_top_k]
-
-    def catch_up_improvement(self, task_index: int) -> float:
-        """CATCH_UP_SHARE of the relative gap to the fastest such program, halved per catch-up
-        round that did not improve the task."""
-        programs = self.catch_up_programs(task_index)
-        own = self.flop_rate(task_index, self.run.best.get(task_index))
-        if not programs or own is None:
+        if cluster.size < 2 or task_index == cluster.representative:
             return 0.0
-        failed = self.failed_catch_ups.get(task_index, 0)
-        return CATCH_UP_SHARE * (1.0 - own / programs[0][0]) * STALL_DECAY**failed
+        then = self.representative_best_at_diffusion.get(task_index)
+        now = self.run.best.get(cluster.representative)
+        if then is None or now is None or task_index in self.fallbacks or not then > now:
+            return 0.0
+        return (then - now) / then
 
     def should_explore(self, task_index: int) -> bool:
         return stalled_rounds(self.run.best_history.get(task_index, [])) >= EXPLORE_AFTER_STALLS
 
     # -- diffusion ------------------------------------------------------------------------
     def diffusion_batch(self, task_index: int, count: int) -> list[ms.MeasureCandidate] | None:
-        """Diffused candidates for a task that needs them now (a member's first diffusion, or
-        a catch-up), else None."""
+        """Diffused candidates for a member that needs them now, else None."""
         cluster = self.cluster_of(task_index)
-        if cluster.size < 2:
+        if cluster.size < 2 or task_index == cluster.representative:
             return None
-        if self.needs_diffusion(task_index):
-            return self.first_diffusion(task_index, cluster, count)
-        return self.catch_up_batch(task_index, count)
-
-    def first_diffusion(self, task_index: int, cluster: Cluster, count: int) -> list[ms.MeasureCandidate] | None:
         priors = self.prior(cluster.representative)
-        if not priors:
+        received = self.diffused_from.get(task_index)
+        if received is not None:
+            priors = [p for p in priors if p[0] not in received]  # refresh: only new best programs
+            if not priors:
+                return None
+        elif not priors:
             return None  # the representative has no valid program yet: plain search
-        result = self.diffuse_into(task_index, priors, count)
+        context = self.run.contexts[task_index]
+        sketches = self.sketches[task_index]
+        seed = self.settings.seed * 7919 + task_index * 101 + self.run.round
+        # One program from each prior program before a second adaptation of any: which of the
+        # representative's programs suits a member's shape varies a lot (docs/benchmarks.md).
+        result = diffuse(context, sketches, priors, count, seed, seen=set(), spread=True)
+        self.diffused_from.setdefault(task_index, set()).update(p[0] for p in priors)
+        if cluster.representative in self.run.best:
+            self.representative_best_at_diffusion[task_index] = self.run.best[cluster.representative]
         if result.matched_sketch is None:
             self.fallback(task_index, cluster)
             return None
-        self.searches[task_index].restrict_to(result.matched_sketch)  # the seeded round's space
+        if received is None:  # first diffusion: the seeded round searches the matched sketch only
+            self.searches[task_index].restrict_to(result.matched_sketch)
+        for program in result.programs:
+            key = int(tvm_ffi.structural_hash(program.schedule.mod))
+            self.run.provenance[key] = (program.source_trial_id, program.adaptation)
         if not result.programs:
             self.run.message(
                 "warning",
@@ -411,40 +376,6 @@ class BcdPlan:
             )
             return None
         return [program.candidate() for program in result.programs]
-
-    def catch_up_batch(self, task_index: int, count: int) -> list[ms.MeasureCandidate] | None:
-        programs = self.catch_up_programs(task_index)
-        if not programs:
-            return None
-        rows = {row["id"]: row for row in self.run.store.trials_by_id([trial_id for _, trial_id in programs])}
-        priors = [(i, self.run.database.record_from_row(rows[i]).trace) for _, i in programs if i in rows]
-        result = self.diffuse_into(task_index, priors, count)
-        self.diffused_from.setdefault(task_index, set()).update(i for _, i in programs)
-        if not result.programs:
-            return None
-        own = self.flop_rate(task_index, self.run.best.get(task_index)) or 0.0
-        self.run.message(
-            "info",
-            f"{self.run.tasks[task_index].name}: catching up with {len(priors)} programs of its cluster "
-            f"that ran up to {programs[0][0] / own:.2f}x its FLOP rate",
-            task_index,
-        )
-        self.catching_up.add(task_index)
-        return [program.candidate() for program in result.programs]
-
-    def diffuse_into(self, task_index: int, priors: list[tuple[int, Trace]], count: int) -> DiffusionResult:
-        """Diffuse `priors` into the task, recording what it received and where each came from."""
-        seed = self.settings.seed * 7919 + task_index * 101 + self.run.round
-        # One program from each prior program before a second adaptation of any: which of the
-        # representative's programs suits a member's shape varies a lot (docs/benchmarks.md).
-        result = diffuse(
-            self.run.contexts[task_index], self.sketches[task_index], priors, count, seed, seen=set(), spread=True
-        )
-        self.diffused_from.setdefault(task_index, set()).update(p[0] for p in priors)
-        for program in result.programs:
-            key = int(tvm_ffi.structural_hash(program.schedule.mod))
-            self.run.provenance[key] = (program.source_trial_id, program.adaptation)
-        return result
 
     def fallback(self, task_index: int, cluster: Cluster) -> None:
         task = self.run.tasks[task_index]
@@ -459,20 +390,11 @@ class BcdPlan:
         )
 
     def after_batch(self, task_index: int, trials: list[Any], trial_ids: list[int]) -> None:
-        for trial, trial_id in zip(trials, trial_ids):
-            if trial.latency_s is not None:
-                self.note_program(task_index, trial.latency_s, trial_id)
-        cluster = self.cluster_of(task_index)
-        if task_index in self.catching_up:
-            self.catching_up.discard(task_index)
-            if stalled_rounds(self.run.best_history.get(task_index, [])) > 0:
-                self.failed_catch_ups[task_index] = self.failed_catch_ups.get(task_index, 0) + 1
-            return
         diffused = [(t, i) for t, i in zip(trials, trial_ids) if t.origin == "diffused"]
         row_id = self.run.task_row_ids[task_index]
         if diffused:
             valid = [(t.latency_s, t.source_trial_id) for t, _ in diffused if t.latency_s is not None]
-            if valid and task_index != cluster.representative:
+            if valid:
                 best_latency, source = min(valid, key=lambda pair: pair[0])
                 first = self.run.store.tasks(self.run.session_id)[task_index]["diffused_best_s"] is None
                 if first:
@@ -480,6 +402,7 @@ class BcdPlan:
                         row_id, diffused_best_s=best_latency, diffused_from_trial_id=source, status="diffused"
                     )
             return
+        cluster = self.cluster_of(task_index)
         in_phase_three = not self.in_phase_two(task_index) and (
             task_index != cluster.representative
             or self.run.rounds_per_task.get(task_index, 0) > self.representative_rounds(cluster)

@@ -8,7 +8,7 @@ import pytest
 
 from bcd_core.clustering import cluster_tasks
 from bcd_core.records.store import RecordStore
-from bcd_core.tuning.bcd import STOCK_GENERATIONS, BcdPlan, BcdSearch, stalled_rounds
+from bcd_core.tuning.bcd import BcdPlan, stalled_rounds
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import RoundFinished, SessionMessage
 from bcd_core.tuning.session import prepare_model, run_session
@@ -128,57 +128,26 @@ def test_stalled_rounds_counts_rounds_in_a_row_without_a_better_program(history,
     assert stalled_rounds(history) == stalled
 
 
-def test_a_task_behind_a_faster_program_of_its_cluster_is_worth_a_catch_up_round(
+def test_a_member_whose_representative_improved_is_worth_a_refresh_round(
     tmp_path: Path, conv_cluster_model: Path, host, layout
 ):
     _, conv = layout
     run = run_session(conv_cluster_model, tmp_path / "gain.db", host, SETTINGS)
-    plan = BcdPlan(run)  # the plan as it would be for one more round (restored from the store)
+    plan = BcdPlan(run)  # the plan as it would be for one more round
     rep = conv.representative
     member, _ = conv.followers()
     assert all(index in run.best for index in conv.members)
-    fastest_rate = max(plan.flop_rate(rep, latency) for latency, _ in plan.top_programs[rep])
 
-    # The member's best runs at half the FLOP rate of the representative's fastest program,
-    # which it has not received: a catch-up round should close part of that gap.
-    run.best[member] = 2 * run.tasks[member].flops / fastest_rate
-    plan.diffused_from[member] = set()
+    # A member whose representative halved its latency since the member's last diffusion
+    # expects at least half of its own work back from the refreshed prior.
     work = run.tasks[member].weight * run.best[member]
-    assert plan.catch_up_improvement(member) >= 0.25 - 1e-9  # CATCH_UP_SHARE of a gap of 1/2
-    assert plan.expected_gain(member)[1] >= 0.25 * work - 1e-12
-    assert plan.next_round_trials(member) == plan.member_batch  # a few diffused candidates
-    plan.failed_catch_ups[member] = 1  # one catch-up round already brought nothing
-    halved = plan.catch_up_improvement(member)
-    plan.failed_catch_ups[member] = 0
-    assert halved == pytest.approx(0.5 * plan.catch_up_improvement(member))
-    plan.diffused_from[member] = {i for t in conv.members for _, i in plan.top_programs.get(t, [])}
-    assert plan.catch_up_improvement(member) == 0.0  # everything faster was diffused already
-    plan.diffused_from[member] = set()
-    plan.fallbacks.add(member)  # no sketch matches its cluster's programs
-    assert plan.catch_up_improvement(member) == 0.0
-
-
-def test_a_representative_catches_up_with_a_member_that_outgrew_it(
-    tmp_path: Path, conv_cluster_model: Path, host, layout
-):
-    _, conv = layout
-    run = run_session(conv_cluster_model, tmp_path / "catch.db", host, SETTINGS)
-    plan = BcdPlan(run)
-    rep = conv.representative
-    plan.sketches[rep] = list(run.contexts[rep].generate_design_space())
-    run.best[rep] *= 100  # now every member's best runs at a higher FLOP rate than the representative's
-    member_trials = {i for t in conv.followers() for _, i in plan.top_programs.get(t, [])}
-    assert {i for _, i in plan.catch_up_programs(rep)} <= member_trials
-    before = set(run.provenance)
-    candidates = plan.diffusion_batch(rep, plan.member_batch)
-    assert candidates and len(candidates) <= plan.member_batch
-    sources = {run.provenance[key][0] for key in set(run.provenance) - before}
-    assert sources and sources <= member_trials
-    assert not {i for _, i in plan.catch_up_programs(rep)} & sources  # received: not offered again
-    assert rep in plan.catching_up
-    assert plan.catch_up_programs(rep)  # more to catch up with, but only 2 trials left in the budget
-    plan.total_budget = run.trials_done + 2
-    assert 1 <= len(BcdSearch(plan, rep, STOCK_GENERATIONS).generate_measure_candidates()) <= 2
+    plan.representative_best_at_diffusion[member] = run.best[rep]
+    unchanged = plan.expected_gain(member)[1]
+    plan.representative_best_at_diffusion[member] = 2 * run.best[rep]
+    refreshed = plan.expected_gain(member)[1]
+    assert refreshed >= 0.5 * work - 1e-12 and refreshed > unchanged
+    plan.fallbacks.add(member)  # searching on its own: nothing to refresh
+    assert plan.expected_gain(member)[1] == pytest.approx(unchanged)
 
 
 def test_phase_three_prefers_the_round_that_buys_more_latency_per_trial(
