@@ -3,13 +3,34 @@
 # timings are wall-clock and anything else running skews them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Latest results (docs/benchmarks.md, first section): phase 3 by gain per trial, 1 % stall rule.
 # BCD-only runs: `bcd bench` resumes a complete baseline session from a copied store (nothing
 # left to tune, its timeline kept) and tunes only BCD, so new BCD code meets old baselines.
 bcd_only() {  # model, out folder, baseline store
     mkdir -p "$2" && cp "$3" "$2/metaschedule.db"
     bcd bench "../shared/models/$1.onnx" --trials-per-task 32 --trials-per-round 16 --out "$2"
 }
+# Latest results (docs/benchmarks.md, first section): diffusion from the top 8, one program each.
+for run in squeezenet-32{g,i,j} squeezenet-bcd-only/{m,n}; do
+    python docs/diffusion_replay.py ../shared/models/squeezenet1_1.onnx "docs/bench/$run/bcd.db" \
+        --json "docs/bench/diffusion-replay/${run//\//-}.json"
+done
+for run in resnet18-32{c,d} resnet18-bcd-only/e; do
+    python docs/diffusion_replay.py ../shared/models/resnet18.onnx "docs/bench/$run/bcd.db" \
+        --json "docs/bench/diffusion-replay/${run//\//-}.json"
+done
+bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/o docs/bench/squeezenet-32j/metaschedule.db
+bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/p docs/bench/squeezenet-32i/metaschedule.db
+bcd_only resnet18 docs/bench/resnet18-bcd-only/f docs/bench/resnet18-32d/metaschedule.db
+bcd_only resnet18 docs/bench/resnet18-bcd-only/g docs/bench/resnet18-32c/metaschedule.db
+bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/squeezenet-32k
+python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{f,g,h,i,j,k}/squeezenet1_1-bench.json \
+    --bcd docs/bench/squeezenet-bcd-only/{o,p}/squeezenet1_1-bench.json docs/bench/squeezenet-32k/squeezenet1_1-bench.json \
+    --plot docs/bench/squeezenet-pairs-spread.png
+python docs/cross_pairs.py --baseline docs/bench/resnet18-32{c,d}/resnet18-bench.json \
+    --bcd docs/bench/resnet18-bcd-only/{f,g}/resnet18-bench.json
+# The dropped catch-up rounds (branch catch-up-experiment, commit 7bffcf2): the same bcd_only
+# commands into squeezenet-bcd-only/{q,r} (baselines j, i) and resnet18-bcd-only/{h,i} (32c, 32d).
+# Before that (docs/benchmarks.md, second section): phase 3 by gain per trial, 1 % stall rule.
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/m docs/bench/squeezenet-32i/metaschedule.db
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/n docs/bench/squeezenet-32g/metaschedule.db
 bcd_only resnet18 docs/bench/resnet18-bcd-only/e docs/bench/resnet18-32c/metaschedule.db
