@@ -217,7 +217,7 @@ def diffuse(
         rng.shuffle(modes)
         plans.append((source_id, prior, index, ["copy", *modes, "random"]))
     if spread:
-        order = [(plan, plan[3][level]) for level in range(len(TILE_MODES)) for plan in plans if level < len(plan[3])]
+        order = [(plan, plan[3][level]) for level in range(len(TILE_MODES)) for plan in plans]
     else:
         order = [(plan, mode) for plan in plans for mode in plan[3]]
     for (source_id, prior, index, _), mode in order:
