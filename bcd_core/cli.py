@@ -201,6 +201,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
             tracker_key=args.key or "",
             builder_timeout_s=args.builder_timeout,
             prior_top_k=args.prior_top_k,
+            phase_one_patience=args.phase_one_patience,
         )
     except ValueError as err:
         raise BcdError(str(err)) from err
@@ -385,6 +386,14 @@ def _add_budget_options(parser: argparse.ArgumentParser) -> None:
         metavar="K",
         help=f"bcd: the representative's best programs a member's diffusion draws on (default "
         f"{TUNE_DEFAULTS.prior_top_k}; bcd-algorithm.md's is 2)",
+    )
+    parser.add_argument(
+        "--phase-one-patience",
+        type=int,
+        default=TUNE_DEFAULTS.phase_one_patience,
+        metavar="N",
+        help=f"bcd: end a representative's phase 1 after N rounds in a row without a better program "
+        f"(default {TUNE_DEFAULTS.phase_one_patience}; 0 runs all min(|cluster|, 10) rounds, as bcd-algorithm.md)",
     )
 
 

@@ -92,6 +92,7 @@ class BcdPlan:
         self.searches: dict[int, BcdSearch] = {}
         self.exhausted: set[int] = set()
         self.fallbacks: set[int] = set()
+        self.phase_one_cut: set[int] = set()  # representatives whose phase 1 ended on stalling
         self.last_choice: int | None = None
         self.clusters: list[Cluster] = []  # filled by recluster()
         self.phase_one_scale = 1.0
@@ -100,6 +101,7 @@ class BcdPlan:
         self._restore_from_store()
         self.recluster()
         self.fit_phase_one_to_budget()
+        self._restore_phase_one_cuts()
         run.batch_hooks.append(self.after_batch)
 
     # -- clusters ---------------------------------------------------------------------------
@@ -119,6 +121,15 @@ class BcdPlan:
             if row["fallback"]:
                 self.diffused_from.setdefault(row["idx"], set())
                 self.fallbacks.add(row["idx"])
+
+    def _restore_phase_one_cuts(self) -> None:
+        """On resume: a representative short of its phase-1 rounds whose members were diffused
+        already had its phase 1 cut; a better program found since (phase 3) must not reopen it."""
+        if not self.settings.phase_one_patience:
+            return
+        for cluster in self.clusters:
+            if any(member in self.diffused_from for member in cluster.followers()):
+                self.phase_one_cut.add(cluster.representative)
 
     def recluster(self) -> None:
         # Keep representatives that were already chosen (moving a member out must not
@@ -165,6 +176,32 @@ class BcdPlan:
     def representative_rounds(self, cluster: Cluster) -> int:
         wanted = self.wanted_representative_rounds(cluster)
         return max(1, min(wanted, int(wanted * self.phase_one_scale)))
+
+    def in_phase_one(self, cluster: Cluster) -> bool:
+        """The cluster's representative still has phase-1 rounds to run: min(|C|, 10) (scaled to
+        the budget), cut short once it has gone `phase_one_patience` rounds in a row without a
+        better program. Its prior then stops moving, so more rounds there would mostly
+        re-measure what the members are about to receive; phase 3 still picks it when its
+        expected gain is worth a round."""
+        rep = cluster.representative
+        if cluster.size < 2 or rep in self.phase_one_cut:
+            return False
+        rounds = self.run.rounds_per_task.get(rep, 0)
+        if rounds >= self.representative_rounds(cluster):
+            return False
+        patience = self.settings.phase_one_patience
+        if patience and stalled_rounds(self.run.best_history.get(rep, [])) >= patience:
+            # Sticky: a later improvement (in phase 3) must not send it back to phase 1.
+            self.phase_one_cut.add(rep)
+            self.run.message(
+                "info",
+                f"{self.run.tasks[rep].name}: phase 1 ends after {rounds} of "
+                f"{self.representative_rounds(cluster)} rounds ({patience} in a row without a better "
+                "program); the rest of its rounds go to phase 3",
+                task_index=rep,
+            )
+            return False
+        return True
 
     def fit_phase_one_to_budget(self) -> None:
         """min(|C|, 10) full rounds per representative can exceed a small budget before any
@@ -263,7 +300,7 @@ class BcdPlan:
         # Phase 1: representatives, clusters in priority order.
         for cluster in self.clusters:
             rep = cluster.representative
-            if cluster.size > 1 and self.available(rep) and rounds.get(rep, 0) < self.representative_rounds(cluster):
+            if self.available(rep) and self.in_phase_one(cluster):
                 return rep
         # Phase 2a: every member's diffusion round and every singleton's first round, so
         # that each task has a measurement (and the model an estimate) as soon as possible.
@@ -405,6 +442,7 @@ class BcdPlan:
         cluster = self.cluster_of(task_index)
         in_phase_three = not self.in_phase_two(task_index) and (
             task_index != cluster.representative
+            or task_index in self.phase_one_cut
             or self.run.rounds_per_task.get(task_index, 0) > self.representative_rounds(cluster)
         )
         if task_index not in self.skipped:

@@ -43,6 +43,11 @@ class TuneSettings:
     prior_top_k: int = 8
     member_generations: int = 2
     representative_round_cap: int = 10
+    # A representative's phase 1 ends early after this many rounds in a row without a better
+    # program: SqueezeNet's 1x1 representative (1 % of the model's latency) spent 160 trials,
+    # 18 % of the budget, mostly stalled after its third round (docs/benchmarks.md).
+    # 0 follows bcd-algorithm.md to the letter (always min(|cluster|, 10) rounds).
+    phase_one_patience: int = 2
     # Clusters whose share of the model's FLOPs x weight is below this (pooling, concatenation)
     # get one representative round and diffusion-only members: their rounds cost as much wall
     # time as a convolution's and gain nothing visible. 0 follows bcd-algorithm.md to the letter.
@@ -57,6 +62,8 @@ class TuneSettings:
             raise ValueError("trials per round must be at least 1")
         if self.prior_top_k < 1:
             raise ValueError("the prior needs at least one program (--prior-top-k 1 or more)")
+        if self.phase_one_patience < 0:
+            raise ValueError("phase-1 patience must be 0 (off) or a number of rounds (--phase-one-patience)")
         if self.cluster_mode not in ("operator", "sketch"):
             raise ValueError("cluster mode must be 'operator' or 'sketch'")
         if self.builder_timeout_s is not None and self.builder_timeout_s <= 0:
@@ -89,7 +96,13 @@ class TuneSettings:
         """What makes two runs 'the same session' (so a re-run resumes it)."""
         keys = ("strategy", "trials_per_task", "trials_per_round", "cluster_mode", "seed", "input_shapes")
         if self.strategy == "bcd":
-            keys += ("prior_top_k", "member_generations", "representative_round_cap", "minor_cluster_share")
+            keys += (
+                "prior_top_k",
+                "member_generations",
+                "representative_round_cap",
+                "minor_cluster_share",
+                "phase_one_patience",
+            )
         data = asdict(self)
         return {k: data[k] for k in keys}
 

@@ -2,6 +2,7 @@
 and resume."""
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -172,6 +173,31 @@ def test_phase_three_prefers_the_round_that_buys_more_latency_per_trial(
     assert plan.next_task() == member
     run.best[member] /= 2  # now 3/8 of the gain for half the trials
     assert plan.next_task() == other
+
+
+def test_a_stalled_representative_ends_phase_one_early(tmp_path: Path, conv_cluster_model: Path, host, layout):
+    _, conv = layout
+    run = run_session(conv_cluster_model, tmp_path / "patience.db", host, SETTINGS)
+    rep = conv.representative
+    resumed = BcdPlan(run)  # its members were diffused: phase 1 stays over, whatever follows
+    assert rep in resumed.phase_one_cut and not resumed.in_phase_one(conv)
+
+    plan = BcdPlan(run)  # the plan as it was in phase 1, with all min(|C|, 10) rounds wanted
+    plan.settings = replace(SETTINGS, representative_round_cap=10)
+    plan.phase_one_scale = 1.0
+    plan.phase_one_cut.clear()
+    plan.total_budget = run.trials_done + 100
+    run.rounds_per_task[rep] = 2
+    run.best_history[rep] = [2.0, 1.0]
+    assert plan.representative_rounds(conv) == 3 and plan.next_task() == rep
+    run.best_history[rep] = [2.0, 1.0, 1.0, 0.995]  # two rounds without a better program (1 %)
+    plan.settings = replace(plan.settings, phase_one_patience=0)  # bcd-algorithm.md: all rounds
+    assert plan.in_phase_one(conv)
+    plan.settings = replace(plan.settings, phase_one_patience=2)
+    assert not plan.in_phase_one(conv) and rep in plan.phase_one_cut
+    assert any("phase 1 ends after 2 of 3 rounds" in e["message"] for e in run.store.events(run.session_id))
+    run.best_history[rep] = [2.0, 1.0, 1.0, 0.995, 0.5]  # better again (in phase 3): still over
+    assert not plan.in_phase_one(conv)
 
 
 def test_stop_then_resume_continues_the_session(tmp_path: Path, conv_cluster_model: Path, host, layout) -> None:

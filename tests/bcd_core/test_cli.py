@@ -69,14 +69,18 @@ def test_export_from_empty_or_missing_store(tmp_path: Path) -> None:
     assert result.returncode == 2 and "not found" in result.stderr
 
 
-def test_prior_size_option(tmp_path: Path) -> None:
+def test_prior_size_and_phase_one_patience_options(tmp_path: Path) -> None:
     from bcd_core.cli import build_parser, settings_from_args
     from bcd_core.tuning.settings import TuneSettings
 
-    chosen = build_parser().parse_args(["tune", str(SAMPLE_MODEL), "--prior-top-k", "3"])
+    chosen = build_parser().parse_args(["tune", str(SAMPLE_MODEL), "--prior-top-k", "3", "--phase-one-patience", "0"])
     assert settings_from_args(chosen).prior_top_k == 3
+    assert settings_from_args(chosen).phase_one_patience == 0
     default = build_parser().parse_args(["tune", str(SAMPLE_MODEL)])
     assert settings_from_args(default).prior_top_k == TuneSettings().prior_top_k
+    assert settings_from_args(default).phase_one_patience == TuneSettings().phase_one_patience
+    result = bcd("tune", str(SAMPLE_MODEL), "--phase-one-patience", "-1", "--db", str(tmp_path / "y.db"))
+    assert result.returncode == 2 and "--phase-one-patience" in result.stderr
     result = bcd("tune", str(SAMPLE_MODEL), "--prior-top-k", "0", "--db", str(tmp_path / "x.db"))
     assert result.returncode == 2 and "--prior-top-k" in result.stderr
     assert not (tmp_path / "x.db").exists()
