@@ -177,17 +177,28 @@ class BcdPlan:
         wanted = self.wanted_representative_rounds(cluster)
         return max(1, min(wanted, int(wanted * self.phase_one_scale)))
 
+    def phase_one_limit(self, cluster: Cluster) -> int:
+        """Most phase-1 rounds of the cluster's representative. With phase-1 patience, up to the
+        round cap (10) whatever the cluster's size, ended by `in_phase_one` when it stalls:
+        a small cluster's representative can carry much of the model (SqueezeNet's four 3x3
+        convolutions, 45 % of its latency), and its members are only as good as its prior.
+        Without patience, bcd-algorithm.md's min(|C|, 10)."""
+        spec_rounds = self.representative_rounds(cluster)
+        if not self.settings.phase_one_patience or self.is_minor(cluster):
+            return spec_rounds
+        return max(spec_rounds, int(self.settings.representative_round_cap * self.phase_one_scale))
+
     def in_phase_one(self, cluster: Cluster) -> bool:
-        """The cluster's representative still has phase-1 rounds to run: min(|C|, 10) (scaled to
-        the budget), cut short once it has gone `phase_one_patience` rounds in a row without a
-        better program. Its prior then stops moving, so more rounds there would mostly
-        re-measure what the members are about to receive; phase 3 still picks it when its
-        expected gain is worth a round."""
+        """The cluster's representative still has phase-1 rounds to run (`phase_one_limit`),
+        cut short once it has gone `phase_one_patience` rounds in a row without a better
+        program. Its prior then stops moving, so more rounds there would mostly re-measure
+        what the members are about to receive; phase 3 still picks it when its expected gain
+        is worth a round."""
         rep = cluster.representative
         if cluster.size < 2 or rep in self.phase_one_cut:
             return False
         rounds = self.run.rounds_per_task.get(rep, 0)
-        if rounds >= self.representative_rounds(cluster):
+        if rounds >= self.phase_one_limit(cluster):
             return False
         patience = self.settings.phase_one_patience
         if patience and stalled_rounds(self.run.best_history.get(rep, [])) >= patience:
@@ -196,7 +207,7 @@ class BcdPlan:
             self.run.message(
                 "info",
                 f"{self.run.tasks[rep].name}: phase 1 ends after {rounds} of "
-                f"{self.representative_rounds(cluster)} rounds ({patience} in a row without a better "
+                f"{self.phase_one_limit(cluster)} rounds ({patience} in a row without a better "
                 "program); the rest of its rounds go to phase 3",
                 task_index=rep,
             )
@@ -443,7 +454,7 @@ class BcdPlan:
         in_phase_three = not self.in_phase_two(task_index) and (
             task_index != cluster.representative
             or task_index in self.phase_one_cut
-            or self.run.rounds_per_task.get(task_index, 0) > self.representative_rounds(cluster)
+            or self.run.rounds_per_task.get(task_index, 0) > self.phase_one_limit(cluster)
         )
         if task_index not in self.skipped:
             self.set_status(task_index, "refining" if in_phase_three else "tuning")

@@ -43,11 +43,12 @@ class TuneSettings:
     prior_top_k: int = 8
     member_generations: int = 2
     representative_round_cap: int = 10
-    # A representative's phase 1 ends early after this many rounds in a row without a better
-    # program: SqueezeNet's 1x1 representative (1 % of the model's latency) spent 160 trials,
-    # 18 % of the budget, mostly stalled after its third round (docs/benchmarks.md).
-    # 0 follows bcd-algorithm.md to the letter (always min(|cluster|, 10) rounds).
-    phase_one_patience: int = 2
+    # A representative's phase 1 runs up to representative_round_cap rounds, whatever its
+    # cluster's size, and ends after this many rounds in a row without a better program:
+    # SqueezeNet's 1x1 representative (1 % of the model's latency) spent 160 trials mostly
+    # stalled, while its 3x3 one (45 %) got 4 rounds and was still improving
+    # (docs/benchmarks.md). 0 follows bcd-algorithm.md: always min(|cluster|, 10) rounds.
+    phase_one_patience: int = 3
     # Clusters whose share of the model's FLOPs x weight is below this (pooling, concatenation)
     # get one representative round and diffusion-only members: their rounds cost as much wall
     # time as a convolution's and gain nothing visible. 0 follows bcd-algorithm.md to the letter.

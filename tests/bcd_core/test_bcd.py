@@ -175,27 +175,32 @@ def test_phase_three_prefers_the_round_that_buys_more_latency_per_trial(
     assert plan.next_task() == other
 
 
-def test_a_stalled_representative_ends_phase_one_early(tmp_path: Path, conv_cluster_model: Path, host, layout):
+def test_a_representative_runs_phase_one_until_it_stalls(tmp_path: Path, conv_cluster_model: Path, host, layout):
     _, conv = layout
     run = run_session(conv_cluster_model, tmp_path / "patience.db", host, SETTINGS)
     rep = conv.representative
     resumed = BcdPlan(run)  # its members were diffused: phase 1 stays over, whatever follows
     assert rep in resumed.phase_one_cut and not resumed.in_phase_one(conv)
 
-    plan = BcdPlan(run)  # the plan as it was in phase 1, with all min(|C|, 10) rounds wanted
-    plan.settings = replace(SETTINGS, representative_round_cap=10)
+    plan = BcdPlan(run)  # the plan as it was in phase 1, with the full round cap
+    plan.settings = replace(SETTINGS, representative_round_cap=10, phase_one_patience=0)
     plan.phase_one_scale = 1.0
-    plan.phase_one_cut.clear()
+    plan.phase_one_cut = {c.representative for c in plan.clusters} - {rep}  # only this one in phase 1
     plan.total_budget = run.trials_done + 100
-    run.rounds_per_task[rep] = 2
-    run.best_history[rep] = [2.0, 1.0]
-    assert plan.representative_rounds(conv) == 3 and plan.next_task() == rep
+    assert plan.phase_one_limit(conv) == 3  # bcd-algorithm.md: min(|C|, 10)
+    plan.settings = replace(plan.settings, phase_one_patience=2)
+    assert plan.phase_one_limit(conv) == 10  # up to the cap while it improves
+    run.rounds_per_task[rep] = 4
+    run.best_history[rep] = [2.0, 1.0, 0.9, 0.8]
+    assert plan.next_task() == rep
     run.best_history[rep] = [2.0, 1.0, 1.0, 0.995]  # two rounds without a better program (1 %)
-    plan.settings = replace(plan.settings, phase_one_patience=0)  # bcd-algorithm.md: all rounds
+    plan.settings = replace(plan.settings, phase_one_patience=0)
+    assert not plan.in_phase_one(conv)  # past min(|C|, 10) anyway
+    plan.settings = replace(plan.settings, phase_one_patience=3)
     assert plan.in_phase_one(conv)
     plan.settings = replace(plan.settings, phase_one_patience=2)
     assert not plan.in_phase_one(conv) and rep in plan.phase_one_cut
-    assert any("phase 1 ends after 2 of 3 rounds" in e["message"] for e in run.store.events(run.session_id))
+    assert any("phase 1 ends after 4 of 10 rounds" in e["message"] for e in run.store.events(run.session_id))
     run.best_history[rep] = [2.0, 1.0, 1.0, 0.995, 0.5]  # better again (in phase 3): still over
     assert not plan.in_phase_one(conv)
 
