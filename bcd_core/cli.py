@@ -392,8 +392,9 @@ def _add_budget_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=TUNE_DEFAULTS.phase_one_patience,
         metavar="N",
-        help=f"bcd: end a representative's phase 1 after N rounds in a row without a better program "
-        f"(default {TUNE_DEFAULTS.phase_one_patience}; 0 runs all min(|cluster|, 10) rounds, as bcd-algorithm.md)",
+        help=f"bcd: a representative's phase 1 runs up to 10 rounds and ends after N rounds in a row "
+        f"without a better program (default {TUNE_DEFAULTS.phase_one_patience}; 0 runs exactly "
+        "min(|cluster|, 10) rounds, as bcd-algorithm.md)",
     )
 
 

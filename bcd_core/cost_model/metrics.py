@@ -23,14 +23,17 @@ def _ranks(values: np.ndarray) -> np.ndarray:
 
 
 def pairwise_accuracy(predicted: Sequence[float], measured: Sequence[float]) -> float | None:
-    """Share of pairs with different measured values that the prediction orders the same way."""
+    """Share of pairs with different measured values that the prediction orders the same way;
+    a pair the prediction ties counts half (a search picks either one): counting ties as wrong
+    put a model with a positive rank correlation below chance (0.5)."""
     p, m = np.asarray(predicted, float), np.asarray(measured, float)
     dp = np.sign(p[:, None] - p[None, :])
     dm = np.sign(m[:, None] - m[None, :])
     mask = np.triu(dm != 0, k=1)
     if not mask.any():
         return None
-    return float((dp[mask] == dm[mask]).mean())
+    agreement = np.where(dp[mask] == 0, 0.5, (dp[mask] == dm[mask]).astype(float))
+    return float(agreement.mean())
 
 
 def spearman(predicted: Sequence[float], measured: Sequence[float]) -> float | None:

@@ -1,7 +1,8 @@
 """The Bayesian Code Diffusion strategy on MetaSchedule (bcd-algorithm.md sections 3-6).
 
 Phase 1 tunes each cluster's representative (clusters in priority order) for
-min(|cluster|, 10) rounds. Phase 2 gives every member a diffusion round (the
+min(|cluster|, 10) rounds, or, with phase-1 patience (the default), up to 10 rounds until it
+stops improving. Phase 2 gives every member a diffusion round (the
 representative's current best programs, remapped to the member and measured first) and a
 seeded round (an evolutionary search from them, restricted to the matching sketch, with
 fewer generations, half a representative's batch). All diffusion rounds come first, so that
@@ -96,6 +97,7 @@ class BcdPlan:
         self.last_choice: int | None = None
         self.clusters: list[Cluster] = []  # filled by recluster()
         self.phase_one_scale = 1.0
+        self.extended_phase_one_scale = 1.0
         # The model's total work, for cluster shares: fixed, and asked for every round.
         self.total_weighted_flops = sum(task.weighted_flops for task in run.tasks)
         self._restore_from_store()
@@ -182,11 +184,12 @@ class BcdPlan:
         round cap (10) whatever the cluster's size, ended by `in_phase_one` when it stalls:
         a small cluster's representative can carry much of the model (SqueezeNet's four 3x3
         convolutions, 45 % of its latency), and its members are only as good as its prior.
+        Both are scaled to phase 1's share of a small budget (fit_phase_one_to_budget).
         Without patience, bcd-algorithm.md's min(|C|, 10)."""
         spec_rounds = self.representative_rounds(cluster)
         if not self.settings.phase_one_patience or self.is_minor(cluster):
             return spec_rounds
-        return max(spec_rounds, int(self.settings.representative_round_cap * self.phase_one_scale))
+        return max(spec_rounds, int(self.settings.representative_round_cap * self.extended_phase_one_scale))
 
     def in_phase_one(self, cluster: Cluster) -> bool:
         """The cluster's representative still has phase-1 rounds to run (`phase_one_limit`),
@@ -224,6 +227,11 @@ class BcdPlan:
         wanted = sum(self.wanted_representative_rounds(c) * batch for c in self.clusters if c.size > 1)
         allowed = max(0.0, (self.total_budget - phase_two) / 2)
         self.phase_one_scale = 1.0 if wanted <= allowed or wanted == 0 else allowed / wanted
+        # The same share for rounds past min(|C|, 10), which patience allows (phase_one_limit).
+        extended = sum(
+            self.settings.representative_round_cap * batch for c in self.clusters if c.size > 1 and not self.is_minor(c)
+        )
+        self.extended_phase_one_scale = 1.0 if extended <= allowed or extended == 0 else allowed / extended
         if self.phase_one_scale < 1.0:
             self.run.message(
                 "warning",

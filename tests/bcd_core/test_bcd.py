@@ -184,7 +184,7 @@ def test_a_representative_runs_phase_one_until_it_stalls(tmp_path: Path, conv_cl
 
     plan = BcdPlan(run)  # the plan as it was in phase 1, with the full round cap
     plan.settings = replace(SETTINGS, representative_round_cap=10, phase_one_patience=0)
-    plan.phase_one_scale = 1.0
+    plan.phase_one_scale = plan.extended_phase_one_scale = 1.0
     plan.phase_one_cut = {c.representative for c in plan.clusters} - {rep}  # only this one in phase 1
     plan.total_budget = run.trials_done + 100
     assert plan.phase_one_limit(conv) == 3  # bcd-algorithm.md: min(|C|, 10)

@@ -19,6 +19,8 @@ def test_ranking_metrics() -> None:
     assert topk_recall([0, 0, 0, 9], measured, k=1) == 1.0
     assert topk_recall([9, 0, 0, 0], measured, k=1) == 0.0
     assert pairwise_accuracy([1, 2], [5, 5]) is None  # no ordered pair
+    assert pairwise_accuracy([7, 7, 7, 7], measured) == 0.5  # no preference: a coin flip
+    assert pairwise_accuracy([1, 1, 2, 2], measured) == pytest.approx((4 + 0.5 * 2) / 6)
     assert batch_metrics([1, 2, 3], [1, 2, 3])["samples"] == 3
 
 
