@@ -359,11 +359,7 @@ class BcdPlan:
         should bring: the recent per-round improvement (MetaSchedule's backward gradient), but
         at least 1 / (rounds + 1), the diminishing return of a search that has not converged
         (without that floor a heavy task that stalls for a few rounds starves), halved for
-        every round in a row without a better program, but never below the task's gap to its
-        cluster's best FLOP rate: a stalled task whose siblings run the same design space much
-        faster has not converged (SqueezeNet runs o and l: the 3x3 representative stalled in
-        phase 1 at 0.98 and 1.17 ms, its members reached 0.74 ms per similar FLOPs, and phase 3
-        never picked it again). A member whose representative improved
+        every round in a row without a better program. A member whose representative improved
         since its last diffusion expects at least that relative gain: its next round diffuses
         the refreshed prior (a few cheap candidates). Counting the members' work in a
         representative's rounds instead gave the representative rounds that improved it by
@@ -378,23 +374,9 @@ class BcdPlan:
             past = history[-1 - GRADIENT_WINDOW]
             recent = (past - history[-1]) / past / GRADIENT_WINDOW
         rounds = run.rounds_per_task.get(task_index, 0)
-        decay = max(STALL_DECAY ** stalled_rounds(history), self.rate_gap(task_index))
-        improvement = max(recent, 1.0 / (rounds + 1)) * decay
+        improvement = max(recent, 1.0 / (rounds + 1)) * STALL_DECAY ** stalled_rounds(history)
         work = run.tasks[task_index].weight * best
         return (0.0, max(improvement, self.refresh_improvement(task_index)) * work)
-
-    def flop_rate(self, task_index: int) -> float | None:
-        best = self.run.best.get(task_index)
-        flops = self.run.tasks[task_index].flops
-        return flops / best if best and flops > 0 else None
-
-    def rate_gap(self, task_index: int) -> float:
-        """1 - the task's FLOP rate / the best rate in its cluster (0 if it leads, or is alone)."""
-        mine = self.flop_rate(task_index)
-        rates = [rate for rate in map(self.flop_rate, self.cluster_of(task_index).members) if rate]
-        if mine is None or not rates:
-            return 0.0
-        return max(0.0, 1.0 - mine / max(rates))
 
     def refresh_improvement(self, task_index: int) -> float:
         """A member's representative's relative improvement since the member's last diffusion."""
