@@ -9,7 +9,19 @@ bcd_only() {  # model, out folder, baseline store
     mkdir -p "$2" && cp "$3" "$2/metaschedule.db"
     bcd bench "../shared/models/$1.onnx" --trials-per-task 32 --trials-per-round 16 --out "$2"
 }
-# Latest results (docs/benchmarks.md, first section): diffusion from the top 8, one program each.
+# Latest results (docs/benchmarks.md, first section): phase 1 until the representative stalls.
+bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/u docs/bench/squeezenet-32j/metaschedule.db  # code e6446a9
+bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/v docs/bench/squeezenet-32i/metaschedule.db  # code e6446a9
+bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/w docs/bench/squeezenet-32k/metaschedule.db
+bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/squeezenet-32l
+bcd_only resnet18 docs/bench/resnet18-bcd-only/j docs/bench/resnet18-32d/metaschedule.db
+python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{b,c,d,e,f,g,h,i,j,k,l}/squeezenet1_1-bench.json \
+    --bcd docs/bench/squeezenet-bcd-only/{u,v,w}/squeezenet1_1-bench.json docs/bench/squeezenet-32l/squeezenet1_1-bench.json \
+    --plot docs/bench/squeezenet-pairs-patience.png
+# Dropped variants, same bcd_only commands: squeezenet-bcd-only/s and t (baseline j; patience 2
+# with min(|C|, 10), t also without stall decay), squeezenet-bcd-only/x (baseline l) and
+# resnet18-bcd-only/k (baseline 32d) with the rate-gap floor of commit 1621728.
+# Before that (docs/benchmarks.md, second section): diffusion from the top 8, one program each.
 for run in squeezenet-32{g,i,j} squeezenet-bcd-only/{m,n}; do
     python docs/diffusion_replay.py ../shared/models/squeezenet1_1.onnx "docs/bench/$run/bcd.db" \
         --json "docs/bench/diffusion-replay/${run//\//-}.json"
