@@ -15,6 +15,9 @@ bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/v docs/bench/squeezenet-32
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/w docs/bench/squeezenet-32k/metaschedule.db
 bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/squeezenet-32l
 bcd_only resnet18 docs/bench/resnet18-bcd-only/j docs/bench/resnet18-32d/metaschedule.db
+bcd bench ../shared/models/resnet18.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/resnet18-32e
+python docs/cross_pairs.py --baseline docs/bench/resnet18-32{c,d,e}/resnet18-bench.json \
+    --bcd docs/bench/resnet18-bcd-only/j/resnet18-bench.json docs/bench/resnet18-32e/resnet18-bench.json
 python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{b,c,d,e,f,g,h,i,j,k,l}/squeezenet1_1-bench.json \
     --bcd docs/bench/squeezenet-bcd-only/{u,v,w}/squeezenet1_1-bench.json docs/bench/squeezenet-32l/squeezenet1_1-bench.json \
     --plot docs/bench/squeezenet-pairs-patience.png
