@@ -51,25 +51,19 @@ SINGLETON_PREFIX = "single:"
 STOCK_GENERATIONS = 4  # EvolutionarySearch's default genetic_num_iters
 MEMBER_ROUNDS = 2  # phase 2 per member: the diffusion round, then one seeded round
 # Each round in a row without a better program scales a task's phase-3 gain by STALL_DECAY (a
-# search stuck near its seeds should not keep the budget). 0.75 is what 1,900 rounds of stored
-# BCD runs show (docs/stall_calibration.py: after 1-4 stalled rounds a round still improved its
-# task 1.2, 0.69, 0.51 and 0.26 times as much as after none); halving starved the heavy tasks,
-# which stall more often, in favour of tiny ones.
+# search stuck near its seeds should not keep the budget), and from EXPLORE_AFTER_STALLS on,
+# EXPLORE_EPS of its batch are unguided samples instead of the cost model's picks (any round of
+# the standard search: phase 3, and a representative's later phase-1 rounds). 0.75 is what
+# 1,900 rounds of stored BCD runs show (docs/stall_calibration.py: after 1-4 stalled rounds a
+# round still improved its task 1.2, 0.69, 0.51 and 0.26 times as much as after none); halving
+# starved the heavy tasks, which stall more often, in favour of tiny ones.
 STALL_DECAY = 0.75
 # A new best less than 1 % faster than the old one is within the timing noise of repeated
 # measurements here: it does not count as progress.
 MIN_IMPROVEMENT = 0.01
-# From EXPLORE_AFTER_STALLS stalled rounds on, a task's search starts afresh (any round of the
-# standard search: phase 3, and a representative's later phase-1 rounds): a population of new
-# random samples only, evolved under the cost model, instead of one seeded with the task's best
-# measured programs. SqueezeNet's first convolution (3 input channels), diffused from a 1x1
-# convolution, ended at 1.16-1.32 ms in 6 of 9 runs (baselines: 0.71-1.52, median 1.01 ms):
-# every population grew from its vectorized diffused programs (run y: 80 trials at 1.29-1.33
-# ms), while the fast programs, found from random samples, are not vectorized
-# (docs/benchmarks.md). Taking half the batch as random samples instead (eps-greedy 0.5) did
-# not get out: they ran 2.5-58 ms.
 EXPLORE_AFTER_STALLS = 2
-STOCK_INIT_MEASURED_RATIO = 0.2  # EvolutionarySearch's default: best measured programs seed 20 %
+EXPLORE_EPS = 0.5
+STOCK_EPS = 0.05  # EvolutionarySearch's default eps_greedy
 
 
 def stalled_rounds(history: list[float]) -> int:
@@ -488,12 +482,16 @@ class BcdSearch(ms.search_strategy.PySearchStrategy):
         self.plan = plan
         self.task_index = task_index
         self.generations = generations
-        self.exploring = False  # a fresh population: random samples only (EXPLORE_AFTER_STALLS)
+        self.eps_greedy = STOCK_EPS
         self.inner = self._new_inner()
         self.context: ms.TuneContext | None = None
         self.tuning_args: dict[str, Any] = {}
         self.seed_batch_out = False
         self.restricted = False
+
+    @property
+    def exploring(self) -> bool:
+        return self.eps_greedy == EXPLORE_EPS
 
     def _new_inner(self) -> ms.search_strategy.EvolutionarySearch:
         settings = self.plan.settings
@@ -501,7 +499,7 @@ class BcdSearch(ms.search_strategy.PySearchStrategy):
             population_size=settings.population_size,
             init_min_unmeasured=settings.init_min_unmeasured,
             genetic_num_iters=self.generations,
-            init_measured_ratio=0.0 if self.exploring else STOCK_INIT_MEASURED_RATIO,
+            eps_greedy=self.eps_greedy,
         )
 
     def _initialize_with_tune_context(self, context: ms.TuneContext) -> None:
@@ -525,18 +523,17 @@ class BcdSearch(ms.search_strategy.PySearchStrategy):
 
     def search_full_space(self, explore: bool = False) -> None:
         """Full design space, stock generations: for phase 3, and for members that fell back.
-        `explore`: a stalled task's population starts from new random samples only."""
-        self._restart(self.plan.sketches[self.task_index], STOCK_GENERATIONS, explore)
+        `explore`: a stalled task takes half its batch unguided by the cost model."""
+        self._restart(self.plan.sketches[self.task_index], STOCK_GENERATIONS, EXPLORE_EPS if explore else STOCK_EPS)
         self.restricted = False
 
-    def _restart(self, design_spaces: list[Any], generations: int, explore: bool = False) -> None:
+    def _restart(self, design_spaces: list[Any], generations: int, eps_greedy: float = STOCK_EPS) -> None:
         """A fresh inner search over `design_spaces` (post_tuning + pre_tuning). Records
-        measured so far stay in the database, so the new search starts from them, unless it
-        explores."""
+        measured so far stay in the database, so the new search starts from them."""
         self.inner.post_tuning()
-        if generations != self.generations or explore != self.exploring:
+        if generations != self.generations or eps_greedy != self.eps_greedy:
             self.generations = generations
-            self.exploring = explore
+            self.eps_greedy = eps_greedy
             self.inner = self._new_inner()
             assert self.context is not None
             self.inner._initialize_with_tune_context(self.context)
