@@ -50,14 +50,11 @@ GRADIENT_WINDOW = 3
 SINGLETON_PREFIX = "single:"
 STOCK_GENERATIONS = 4  # EvolutionarySearch's default genetic_num_iters
 MEMBER_ROUNDS = 2  # phase 2 per member: the diffusion round, then one seeded round
-# Each round in a row without a better program scales a task's phase-3 gain by STALL_DECAY (a
-# search stuck near its seeds should not keep the budget), and from EXPLORE_AFTER_STALLS on,
-# EXPLORE_EPS of its batch are unguided samples instead of the cost model's picks (any round of
-# the standard search: phase 3, and a representative's later phase-1 rounds). 0.75 is what
-# 1,900 rounds of stored BCD runs show (docs/stall_calibration.py: after 1-4 stalled rounds a
-# round still improved its task 1.2, 0.69, 0.51 and 0.26 times as much as after none); halving
-# starved the heavy tasks, which stall more often, in favour of tiny ones.
-STALL_DECAY = 0.75
+# Each round in a row without a better program halves a task's phase-3 gain (a search stuck
+# near its seeds should not keep the budget), and from EXPLORE_AFTER_STALLS on, EXPLORE_EPS
+# of its batch are unguided samples instead of the cost model's picks (any round of the
+# standard search: phase 3, and a representative's later phase-1 rounds).
+STALL_DECAY = 0.5
 # A new best less than 1 % faster than the old one is within the timing noise of repeated
 # measurements here: it does not count as progress.
 MIN_IMPROVEMENT = 0.01
@@ -361,10 +358,9 @@ class BcdPlan:
         A task's own share is weight x best latency x the relative improvement one more round
         should bring: the recent per-round improvement (MetaSchedule's backward gradient), but
         at least 1 / (rounds + 1), the diminishing return of a search that has not converged
-        (without that floor a heavy task that stalls for a few rounds starves), scaled by
-        STALL_DECAY for every round in a row without a better program. A member whose
-        representative improved since its last diffusion expects at least that relative gain:
-        its next round diffuses
+        (without that floor a heavy task that stalls for a few rounds starves), halved for
+        every round in a row without a better program. A member whose representative improved
+        since its last diffusion expects at least that relative gain: its next round diffuses
         the refreshed prior (a few cheap candidates). Counting the members' work in a
         representative's rounds instead gave the representative rounds that improved it by
         2 % and its members not at all (SqueezeNet, docs/benchmarks.md)."""
