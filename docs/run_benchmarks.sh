@@ -9,7 +9,29 @@ bcd_only() {  # model, out folder, baseline store
     mkdir -p "$2" && cp "$3" "$2/metaschedule.db"
     bcd bench "../shared/models/$1.onnx" --trials-per-task 32 --trials-per-round 16 --out "$2"
 }
-# Latest results (docs/benchmarks.md, first section): phase 1 until the representative stalls.
+# Latest results (docs/benchmarks.md, first section): a larger budget, and two variants not kept
+# (d43b2c1: stall decay 0.75; ed97261: fresh-start exploring; check those commits out to rerun).
+bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 64 --trials-per-round 16 --out docs/bench/squeezenet-64a
+bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/y docs/bench/squeezenet-32l/metaschedule.db   # code d43b2c1
+bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/z docs/bench/squeezenet-32j/metaschedule.db   # code d43b2c1
+bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/ab docs/bench/squeezenet-32k/metaschedule.db  # code d43b2c1
+bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/aa docs/bench/squeezenet-32l/metaschedule.db  # code ed97261
+python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{b,c,d,e,f,g,h,i,j,k,l}/squeezenet1_1-bench.json \
+    --bcd docs/bench/squeezenet-bcd-only/{y,z,ab}/squeezenet1_1-bench.json
+python docs/stall_calibration.py docs/bench/squeezenet*/bcd.db docs/bench/squeezenet-bcd-only/*/bcd.db \
+    docs/bench/resnet18*/bcd.db docs/bench/resnet18-bcd-only/*/bcd.db
+for seed in 1 2 3 4 5; do
+    for model in shared stock stock-no-warmup; do
+        python docs/single_task_search.py ../shared/models/squeezenet1_1.onnx fused_conv2d7_add4_relu4 \
+            --cost-model "$model" --seed "$seed" --rounds 6
+    done
+    python docs/single_task_search.py ../shared/models/squeezenet1_1.onnx \
+        fused_conv2d7_add4_relu4,fused_conv2d5_add3_relu3 --seed "$seed" --rounds 6
+done
+for seed in 1 2 3 4; do
+    python docs/single_task_search.py ../shared/models/squeezenet1_1.onnx fused_conv2d_add_relu --seed "$seed" --rounds 6
+done
+# Before that (docs/benchmarks.md, second section): phase 1 until the representative stalls.
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/u docs/bench/squeezenet-32j/metaschedule.db  # code e6446a9
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/v docs/bench/squeezenet-32i/metaschedule.db  # code e6446a9
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/w docs/bench/squeezenet-32k/metaschedule.db
