@@ -9,13 +9,15 @@ bcd_only() {  # model, out folder, baseline store
     mkdir -p "$2" && cp "$3" "$2/metaschedule.db"
     bcd bench "../shared/models/$1.onnx" --trials-per-task 32 --trials-per-round 16 --out "$2"
 }
-# Latest results (docs/benchmarks.md, first section): a larger budget, and two variants not kept
-# (d43b2c1: stall decay 0.75; ed97261: fresh-start exploring; check those commits out to rerun).
+# Latest results (docs/benchmarks.md, first section): a larger budget, and three variants not kept
+# (d43b2c1: stall decay 0.75; ed97261: fresh-start exploring; 51c1a80 on branch unit-dims-key:
+# first-layer convolution as a singleton; check those commits out to rerun).
 bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 64 --trials-per-round 16 --out docs/bench/squeezenet-64a
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/y docs/bench/squeezenet-32l/metaschedule.db   # code d43b2c1
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/z docs/bench/squeezenet-32j/metaschedule.db   # code d43b2c1
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/ab docs/bench/squeezenet-32k/metaschedule.db  # code d43b2c1
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/aa docs/bench/squeezenet-32l/metaschedule.db  # code ed97261
+bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/ac docs/bench/squeezenet-32l/metaschedule.db  # branch unit-dims-key
 python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{b,c,d,e,f,g,h,i,j,k,l}/squeezenet1_1-bench.json \
     --bcd docs/bench/squeezenet-bcd-only/{y,z,ab}/squeezenet1_1-bench.json
 python docs/stall_calibration.py docs/bench/squeezenet*/bcd.db docs/bench/squeezenet-bcd-only/*/bcd.db \
