@@ -20,7 +20,7 @@ bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/aa docs/bench/squeezenet-3
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/ac docs/bench/squeezenet-32l/metaschedule.db  # branch unit-dims-key
 python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{b,c,d,e,f,g,h,i,j,k,l}/squeezenet1_1-bench.json \
     --bcd docs/bench/squeezenet-bcd-only/{y,z,ab}/squeezenet1_1-bench.json
-python docs/stall_calibration.py docs/bench/squeezenet*/bcd.db docs/bench/squeezenet-bcd-only/*/bcd.db \
+python docs/stall_calibration.py docs/bench/squeezenet*/bcd.db docs/bench/squeezenet-bcd-only/{[!a]*,aa,ab}/bcd.db \
     docs/bench/resnet18*/bcd.db docs/bench/resnet18-bcd-only/*/bcd.db
 for seed in 1 2 3 4 5; do
     for model in shared stock stock-no-warmup; do

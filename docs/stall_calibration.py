@@ -8,8 +8,8 @@ records the relative improvement of the task's best latency, grouped by the roun
 before it without a better program (by MIN_IMPROVEMENT, as the tuner counts them) and by
 whether the task had had more than three rounds.
 
-    python docs/stall_calibration.py docs/bench/squeezenet*/bcd.db docs/bench/squeezenet-bcd-only/*/bcd.db \
-        docs/bench/resnet18*/bcd.db docs/bench/resnet18-bcd-only/*/bcd.db
+    PYTHONPATH=. .venv/bin/python docs/stall_calibration.py docs/bench/squeezenet*/bcd.db \
+        docs/bench/squeezenet-bcd-only/*/bcd.db docs/bench/resnet18*/bcd.db docs/bench/resnet18-bcd-only/*/bcd.db
 """
 
 from __future__ import annotations
@@ -20,17 +20,9 @@ import statistics
 import sys
 from collections import defaultdict
 
-MIN_IMPROVEMENT = 0.01  # as in bcd_core/tuning/bcd.py (not imported: this reads stores only)
+from bcd_core.tuning.bcd import MIN_IMPROVEMENT, stalled_rounds  # counted as the tuner counts them
+
 SKIPPED_PREFIXES = ("concatenate", "reshape")  # one-candidate tasks: nothing to improve
-
-
-def stalled_rounds(history: list[float]) -> int:
-    stalled = 0
-    for before, after in zip(reversed(history[:-1]), reversed(history[1:])):
-        if after < before * (1.0 - MIN_IMPROVEMENT):
-            break
-        stalled += 1
-    return stalled
 
 
 def improvements(path: str) -> dict[tuple[int, bool], list[float]]:
