@@ -36,7 +36,7 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.schedule import Trace
 
-from bcd_core.clustering import Cluster, cluster_of, cluster_tasks
+from bcd_core.clustering import Cluster, cluster_key, cluster_of, cluster_tasks
 from bcd_core.cost_model.xgb import SharedXGBModel
 from bcd_core.diffusion import diffuse
 from bcd_core.target import host_core_count
@@ -101,9 +101,11 @@ class BcdPlan:
         # The model's total work, for cluster shares: fixed, and asked for every round.
         self.total_weighted_flops = sum(task.weighted_flops for task in run.tasks)
         self._restore_from_store()
+        self._restore_cluster_changes()
         self.recluster()
         self.fit_phase_one_to_budget()
         self._restore_phase_one_cuts()
+        self._restore_representative_best_at_diffusion()
         run.batch_hooks.append(self.after_batch)
 
     # -- clusters ---------------------------------------------------------------------------
@@ -124,6 +126,21 @@ class BcdPlan:
                 self.diffused_from.setdefault(row["idx"], set())
                 self.fallbacks.add(row["idx"])
 
+    def _restore_cluster_changes(self) -> None:
+        """On resume: the clusters as the session left them (recluster writes them to the task
+        rows), so a task the user moved, a representative the user chose and the user's
+        cluster order survive a stop or a crash."""
+        rows = [row for row in self.run.store.tasks(self.run.session_id) if row["cluster_key"] is not None]
+        if not rows:
+            return  # a new session
+        mode = self.settings.cluster_mode
+        for row in rows:
+            if row["cluster_key"] != cluster_key(self.run.tasks[row["idx"]], mode):
+                self.moved[row["idx"]] = row["cluster_key"]
+            if row["is_representative"]:
+                self.representative_overrides[row["cluster_key"]] = row["idx"]
+        self.priority = list(dict.fromkeys(row["cluster_key"] for row in sorted(rows, key=lambda r: r["cluster_id"])))
+
     def _restore_phase_one_cuts(self) -> None:
         """On resume: a representative short of its phase-1 rounds whose members were diffused
         already had its phase 1 cut; a better program found since (phase 3) must not reopen it."""
@@ -132,6 +149,32 @@ class BcdPlan:
         for cluster in self.clusters:
             if any(member in self.diffused_from for member in cluster.followers()):
                 self.phase_one_cut.add(cluster.representative)
+
+    def _restore_representative_best_at_diffusion(self) -> None:
+        """On resume: each member's representative's best latency when the member last
+        received programs (its latest diffused batch), so that a representative that improved
+        since still earns the member a refresh round (`refresh_improvement`)."""
+        trials = self.run.store.trials(self.run.session_id)  # in the order they were measured
+        index_of_row = {row_id: index for index, row_id in self.run.task_row_ids.items()}
+        latest: dict[int, tuple[int, int]] = {}  # member -> (round, first trial id) of its last diffusion
+        for trial in trials:
+            index = index_of_row.get(trial["task_id"])
+            if index is None or trial["origin"] != "diffused":
+                continue
+            if index not in latest or latest[index][0] != trial["round"]:
+                latest[index] = (trial["round"], trial["id"])
+        for member, (_, first_id) in latest.items():
+            cluster = self.cluster_of(member)
+            if cluster.size < 2 or member == cluster.representative:
+                continue
+            rep_row = self.run.task_row_ids[cluster.representative]
+            before = [
+                t["latency_s"]
+                for t in trials
+                if t["task_id"] == rep_row and t["id"] < first_id and t["latency_s"] is not None
+            ]
+            if before:
+                self.representative_best_at_diffusion[member] = min(before)
 
     def recluster(self) -> None:
         # Keep representatives that were already chosen (moving a member out must not

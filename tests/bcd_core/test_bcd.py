@@ -134,10 +134,15 @@ def test_a_member_whose_representative_improved_is_worth_a_refresh_round(
 ):
     _, conv = layout
     run = run_session(conv_cluster_model, tmp_path / "gain.db", host, SETTINGS)
-    plan = BcdPlan(run)  # the plan as it would be for one more round
+    live = run.batch_hooks[0].__self__  # the plan that ran the session
+    plan = BcdPlan(run)  # the plan as it would be for one more round (what a resume builds)
     rep = conv.representative
     member, _ = conv.followers()
     assert all(index in run.best for index in conv.members)
+    # Resuming restores, from the store, what each member's representative had reached when
+    # the member last received programs: a later improvement still earns it a refresh.
+    assert live.representative_best_at_diffusion
+    assert plan.representative_best_at_diffusion == pytest.approx(live.representative_best_at_diffusion)
 
     # A member whose representative halved its latency since the member's last diffusion
     # expects at least half of its own work back from the refreshed prior.
@@ -233,3 +238,34 @@ def test_stop_then_resume_continues_the_session(tmp_path: Path, conv_cluster_mod
     assert max(rounds[0] for rounds in member_rounds) < min(later_rounds)
     events = [e["message"] for e in RecordStore(db).events(first.session_id)]
     assert any("cost model retrained" in m for m in events)
+
+
+def test_the_users_cluster_changes_survive_a_stop_and_resume(
+    tmp_path: Path, conv_cluster_model: Path, host, layout
+) -> None:
+    _, conv = layout
+    member_b, member_c = conv.followers()
+    control = TuningControl()
+    natural_order: list[str] = []
+
+    def steer(event) -> None:
+        if isinstance(event, RoundFinished) and event.round == 1:
+            control.move_task(member_c, None)  # a singleton: never diffused, also after a resume
+            control.set_cluster_priority(natural_order[::-1])  # the smallest clusters first
+        if isinstance(event, RoundFinished) and event.round == 2:
+            control.stop()
+
+    natural_order.extend(c.key for c in cluster_tasks(layout[0].tasks, SETTINGS.cluster_mode))
+    db = tmp_path / "changes.db"
+    first = run_session(conv_cluster_model, db, host, SETTINGS, [steer], control=control)
+    left = {row["idx"]: (row["cluster_key"], row["cluster_id"]) for row in RecordStore(db).tasks(first.session_id)}
+    assert left[member_c][0] == f"single:{member_c}"
+
+    second = run_session(conv_cluster_model, db, host, SETTINGS)
+    assert second.session_id == first.session_id and second.resumed
+    plan = second.batch_hooks[0].__self__
+    assert plan.cluster_of(member_c).members == [member_c]
+    assert plan.cluster_of(member_b).representative == conv.representative
+    assert [c.key for c in plan.clusters][0] == left[min(left, key=lambda i: left[i][1])][0]
+    assert not [t for t in trials_of(RecordStore(db), first.session_id, member_c) if t["origin"] == "diffused"]
+    assert RecordStore(db).session(first.session_id)["status"] == "completed"
