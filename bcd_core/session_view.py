@@ -81,7 +81,10 @@ class SessionSnapshot:
 
     @property
     def trials_total(self) -> int:
-        """The session's budget: trials per task x tasks, shared by the scheduler (not a per-task cap)."""
+        """The session's budget: trials per task x tasks, shared by the scheduler (not a per-task cap),
+        or the total the user set while it ran."""
+        if self.session.get("total_budget"):
+            return int(self.session["total_budget"])
         per_task = int(self.settings.get("trials_per_task") or 0)
         return per_task * len(self.tasks) if per_task else self.trials_done
 

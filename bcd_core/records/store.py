@@ -182,6 +182,7 @@ class RecordStore:
                 "bookkeeping_s": float,
                 "pid": int,
                 "host": str,
+                "total_budget": int,  # the user's total trials, when changed while tuning
             },
             pk="id",
         )
@@ -374,6 +375,12 @@ class RecordStore:
                 session_id,
                 {"status": SESSION_RUNNING, "pid": os.getpid(), "host": socket.gethostname(), "ended_at": None},
             )
+
+    def set_total_budget(self, session_id: int, trials: int) -> None:
+        """The session's total trial budget as the user changed it (a resume keeps it).
+        Stores made before this column get it here."""
+        with self.transaction() as db:
+            db["sessions"].update(session_id, {"total_budget": trials}, alter=True)
 
     def finish_session(self, session_id: int, status: str, elapsed_s: float, bookkeeping_s: float) -> None:
         with self.transaction() as db:

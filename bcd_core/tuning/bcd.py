@@ -312,7 +312,8 @@ class BcdPlan:
             for index in cluster.members if cluster else []:
                 self.set_task_cap(index, args["trials"])
         elif request.kind == "total_budget":
-            self.total_budget = args["trials"]
+            self.total_budget = self.run.trials_total = args["trials"]  # progress shows the new total
+            self.run.store.set_total_budget(self.run.session_id, args["trials"])
         elif request.kind == "skip":
             self.skipped.add(args["task"])
             self.set_status(args["task"], "skipped")

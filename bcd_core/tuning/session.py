@@ -168,7 +168,8 @@ class TuningRun:
         self.best_history = {
             row_to_index[k]: v for k, v in store.best_history(self.session_id).items() if k in row_to_index
         }
-        self.trials_total = settings.trials_per_task * len(self.tasks)
+        # Trials per task x tasks, unless the user changed the session's total while it ran.
+        self.trials_total = int(self.session.get("total_budget") or settings.trials_per_task * len(self.tasks))
         self.cost_model: ms.cost_model.CostModel | None = None
         self.contexts: dict[int, ms.TuneContext] = {}  # task index -> context
         # Diffused candidates by module hash: (source trial id, adaptation), for provenance.

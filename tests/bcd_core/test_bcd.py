@@ -240,7 +240,7 @@ def test_stop_then_resume_continues_the_session(tmp_path: Path, conv_cluster_mod
     assert any("cost model retrained" in m for m in events)
 
 
-def test_the_users_cluster_changes_survive_a_stop_and_resume(
+def test_the_users_cluster_changes_and_total_budget_survive_a_stop_and_resume(
     tmp_path: Path, conv_cluster_model: Path, host, layout
 ) -> None:
     _, conv = layout
@@ -252,10 +252,12 @@ def test_the_users_cluster_changes_survive_a_stop_and_resume(
         if isinstance(event, RoundFinished) and event.round == 1:
             control.move_task(member_c, None)  # a singleton: never diffused, also after a resume
             control.set_cluster_priority(natural_order[::-1])  # the smallest clusters first
+            control.set_total_budget(smaller_total)
         if isinstance(event, RoundFinished) and event.round == 2:
             control.stop()
 
     natural_order.extend(c.key for c in cluster_tasks(layout[0].tasks, SETTINGS.cluster_mode))
+    smaller_total = SETTINGS.trials_per_task * len(layout[0].tasks) - 5
     db = tmp_path / "changes.db"
     first = run_session(conv_cluster_model, db, host, SETTINGS, [steer], control=control)
     left = {row["idx"]: (row["cluster_key"], row["cluster_id"]) for row in RecordStore(db).tasks(first.session_id)}
@@ -269,3 +271,4 @@ def test_the_users_cluster_changes_survive_a_stop_and_resume(
     assert [c.key for c in plan.clusters][0] == left[min(left, key=lambda i: left[i][1])][0]
     assert not [t for t in trials_of(RecordStore(db), first.session_id, member_c) if t["origin"] == "diffused"]
     assert RecordStore(db).session(first.session_id)["status"] == "completed"
+    assert second.trials_total == smaller_total == len(RecordStore(db).trials(first.session_id))
