@@ -9,6 +9,19 @@ bcd_only() {  # model, out folder, baseline store
     mkdir -p "$2" && cp "$3" "$2/metaschedule.db"
     bcd bench "../shared/models/$1.onnx" --trials-per-task 32 --trials-per-round 16 --out "$2"
 }
+# Fourth session of 2026-11-23 (docs/benchmarks.md, first section): two cost-model variants, not kept.
+# ad: in tune_bcd, cost_model = ms.cost_model.XGBModel(num_tuning_cores=2, tree_method="auto",
+#     num_warmup_samples=0) instead of SharedXGBModel; ae: SharedXGBModel.finetune boosts on
+#     self._grouped(range(len(self.latencies))) (every sample) instead of the new batch.
+bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/ad docs/bench/squeezenet-32l/metaschedule.db
+bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/ae docs/bench/squeezenet-32l/metaschedule.db
+T=fused_conv2d3_add2_relu2,fused_conv2d7_add4_relu4,fused_conv2d15_add8_relu8,fused_conv2d11_add6_relu6,fused_conv2d_add_relu,fused_conv2d17_add9_relu9
+for s in 1 2 3; do for m in shared stock-no-warmup; do
+    python docs/single_task_search.py ../shared/models/squeezenet1_1.onnx fused_conv2d3_add2_relu2 --cost-model $m --seed $s --rounds 4
+done; done
+for s in 1 2; do for m in stock shared; do
+    python docs/single_task_search.py ../shared/models/squeezenet1_1.onnx $T --cost-model $m --seed $s --rounds 3
+done; done
 # Latest results (docs/benchmarks.md, first section): a larger budget, and three variants not kept
 # (d43b2c1: stall decay 0.75; ed97261: fresh-start exploring; 51c1a80 on branch unit-dims-key:
 # first-layer convolution as a singleton; check those commits out to rerun).
