@@ -157,22 +157,20 @@ class BcdPlan:
         trials = self.run.store.trials(self.run.session_id)  # in the order they were measured
         index_of_row = {row_id: index for index, row_id in self.run.task_row_ids.items()}
         latest: dict[int, tuple[int, int]] = {}  # member -> (round, first trial id) of its last diffusion
+        measured: dict[int, list[tuple[int, float]]] = {}  # task index -> (trial id, latency)
         for trial in trials:
             index = index_of_row.get(trial["task_id"])
-            if index is None or trial["origin"] != "diffused":
+            if index is None:
                 continue
-            if index not in latest or latest[index][0] != trial["round"]:
+            if trial["latency_s"] is not None:
+                measured.setdefault(index, []).append((trial["id"], trial["latency_s"]))
+            if trial["origin"] == "diffused" and (index not in latest or latest[index][0] != trial["round"]):
                 latest[index] = (trial["round"], trial["id"])
         for member, (_, first_id) in latest.items():
             cluster = self.cluster_of(member)
             if cluster.size < 2 or member == cluster.representative:
                 continue
-            rep_row = self.run.task_row_ids[cluster.representative]
-            before = [
-                t["latency_s"]
-                for t in trials
-                if t["task_id"] == rep_row and t["id"] < first_id and t["latency_s"] is not None
-            ]
+            before = [latency for trial_id, latency in measured.get(cluster.representative, []) if trial_id < first_id]
             if before:
                 self.representative_best_at_diffusion[member] = min(before)
 
