@@ -165,6 +165,9 @@ def test_phase_three_prefers_the_round_that_buys_more_latency_per_trial(
     plan.total_budget = run.trials_done + 100
     member, other = conv.followers()
     plan.skipped = {t.index for t in run.tasks} - {member, other}
+    # No refresh pending (a resumed plan restores one if the representative improved since the
+    # member's diffusion): only the tasks' own gains are compared here.
+    plan.representative_best_at_diffusion.clear()
     run.rounds_per_task[member] = 1  # its seeded round (half a batch) is still to come
     run.rounds_per_task[other] = 1
     plan.moved[other] = f"single:{other}"  # a singleton's next round is a whole batch
