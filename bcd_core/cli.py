@@ -17,7 +17,7 @@ from bcd_core import __version__
 from bcd_core.errors import BcdError
 from bcd_core.formatting import format_duration, format_flops, format_latency
 from bcd_core.tuning.control import TuningControl
-from bcd_core.tuning.settings import TuneSettings
+from bcd_core.tuning.settings import LATE_COST_MODELS, TuneSettings
 
 TUNE_DEFAULTS = TuneSettings()
 
@@ -202,6 +202,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
             builder_timeout_s=args.builder_timeout,
             prior_top_k=args.prior_top_k,
             phase_one_patience=args.phase_one_patience,
+            late_cost_model=args.late_cost_model,
         )
     except ValueError as err:
         raise BcdError(str(err)) from err
@@ -395,6 +396,13 @@ def _add_budget_options(parser: argparse.ArgumentParser) -> None:
         help=f"bcd: a representative's phase 1 runs up to 10 rounds and ends after N rounds in a row "
         f"without a better program (default {TUNE_DEFAULTS.phase_one_patience}; 0 runs exactly "
         "min(|cluster|, 10) rounds, as bcd-algorithm.md)",
+    )
+    parser.add_argument(
+        "--late-cost-model",
+        default=TUNE_DEFAULTS.late_cost_model,
+        choices=list(LATE_COST_MODELS),
+        help="bcd: the model that ranks candidates in phase 3 (default 'shared': bcd's shared model "
+        "throughout; 'metaschedule': MetaSchedule's XGBModel once it has learnt from 100 samples)",
     )
 
 

@@ -37,6 +37,7 @@ from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.schedule import Trace
 
 from bcd_core.clustering import Cluster, cluster_key, cluster_of, cluster_tasks
+from bcd_core.cost_model.phased import PhasedCostModel
 from bcd_core.cost_model.xgb import SharedXGBModel
 from bcd_core.diffusion import diffuse
 from bcd_core.target import host_core_count
@@ -95,6 +96,7 @@ class BcdPlan:
         self.fallbacks: set[int] = set()
         self.phase_one_cut: set[int] = set()  # representatives whose phase 1 ended on stalling
         self.last_choice: int | None = None
+        self.late_model_announced = False
         self.clusters: list[Cluster] = []  # filled by recluster()
         self.phase_one_scale = 1.0
         self.extended_phase_one_scale = 1.0
@@ -431,6 +433,23 @@ class BcdPlan:
             return 0.0
         return (then - now) / then
 
+    def choose_cost_model(self, task_index: int) -> None:
+        """Phase 3 ranks with MetaSchedule's model where the settings say so (phased.py)."""
+        model = self.run.cost_model
+        model = getattr(model, "_inst", model)  # the Python object (isinstance fails on the wrapper)
+        if not hasattr(model, "late_tasks") or not self.in_phase_three(task_index):
+            return
+        name = self.run.tasks[task_index].name
+        model.late_tasks.add(name)
+        if not self.late_model_announced and model.model_for(name) is model.stock:
+            self.late_model_announced = True
+            self.run.message(
+                "info",
+                f"phase 3 ranks candidates with MetaSchedule's XGBModel from now on "
+                f"({model.stock.data_size} samples learnt)",
+                task_index,
+            )
+
     def should_explore(self, task_index: int) -> bool:
         return stalled_rounds(self.run.best_history.get(task_index, [])) >= EXPLORE_AFTER_STALLS
 
@@ -500,14 +519,18 @@ class BcdPlan:
                         row_id, diffused_best_s=best_latency, diffused_from_trial_id=source, status="diffused"
                     )
             return
+        if task_index not in self.skipped:
+            self.set_status(task_index, "refining" if self.in_phase_three(task_index) else "tuning")
+
+    def in_phase_three(self, task_index: int) -> bool:
+        """The task's next round is a phase-3 round: it is past its phase-2 rounds (a member)
+        or its phase-1 rounds (a representative)."""
         cluster = self.cluster_of(task_index)
-        in_phase_three = not self.in_phase_two(task_index) and (
+        return not self.in_phase_two(task_index) and (
             task_index != cluster.representative
             or task_index in self.phase_one_cut
-            or self.run.rounds_per_task.get(task_index, 0) > self.phase_one_limit(cluster)
+            or self.run.rounds_per_task.get(task_index, 0) >= self.phase_one_limit(cluster)
         )
-        if task_index not in self.skipped:
-            self.set_status(task_index, "refining" if in_phase_three else "tuning")
 
 
 @derived_object
@@ -593,6 +616,7 @@ class BcdSearch(ms.search_strategy.PySearchStrategy):
             return seeds
         self.seed_batch_out = False
         seeded_round = plan.in_phase_two(self.task_index)
+        plan.choose_cost_model(self.task_index)
         if not seeded_round:  # phase 3: MetaSchedule's standard search, from all records
             explore = plan.should_explore(self.task_index)
             if self.restricted or explore != self.exploring:
@@ -667,7 +691,7 @@ def tune_bcd(run: TuningRun) -> None:
         search = BcdSearch(plan, task.index, generations)
         plan.searches[task.index] = search
         contexts.append(run.make_context(task, search))
-    cost_model = SharedXGBModel(num_threads=host_core_count(), seed=run.settings.seed)
+    cost_model = make_cost_model(run)
     run.cost_model = cost_model
     if run.resumed:
         _retrain_from_store(run, cost_model)
@@ -690,7 +714,13 @@ def tune_bcd(run: TuningRun) -> None:
         )
 
 
-def _retrain_from_store(run: TuningRun, model: SharedXGBModel) -> None:
+def make_cost_model(run: TuningRun) -> ms.cost_model.PyCostModel:
+    if run.settings.late_cost_model == "shared":
+        return SharedXGBModel(num_threads=host_core_count(), seed=run.settings.seed)
+    return PhasedCostModel.for_host(host_core_count(), run.settings.seed)
+
+
+def _retrain_from_store(run: TuningRun, model: ms.cost_model.PyCostModel) -> None:
     """A resumed session's cost model learns again from everything the session measured."""
     by_task: dict[int, list[dict[str, Any]]] = {}
     row_to_index = {row_id: index for index, row_id in run.task_row_ids.items()}

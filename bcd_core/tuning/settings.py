@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 STRATEGIES = ("metaschedule", "bcd")
+LATE_COST_MODELS = ("metaschedule", "shared")
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
 CPU_BUILDER_TIMEOUT_S = 10.0
 GPU_BUILDER_TIMEOUT_S = 60.0
@@ -53,6 +54,11 @@ class TuneSettings:
     # get one representative round and diffusion-only members: their rounds cost as much wall
     # time as a convolution's and gain nothing visible. 0 follows bcd-algorithm.md to the letter.
     minor_cluster_share: float = 0.01
+    # Which model ranks a task's candidates in phase 3: "shared" (BCD's shared model
+    # throughout) or "metaschedule" (MetaSchedule's XGBModel, trained on every task's
+    # samples, once past its warm-up; bcd_core/cost_model/phased.py). An experiment, not the
+    # default until benchmarks show it helps (docs/benchmarks.md).
+    late_cost_model: str = "shared"
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -65,6 +71,8 @@ class TuneSettings:
             raise ValueError("the prior needs at least one program (--prior-top-k 1 or more)")
         if self.phase_one_patience < 0:
             raise ValueError("phase-1 patience must be 0 (off) or a number of rounds (--phase-one-patience)")
+        if self.late_cost_model not in LATE_COST_MODELS:
+            raise ValueError(f"late cost model must be one of {', '.join(LATE_COST_MODELS)}")
         if self.cluster_mode not in ("operator", "sketch"):
             raise ValueError("cluster mode must be 'operator' or 'sketch'")
         if self.builder_timeout_s is not None and self.builder_timeout_s <= 0:

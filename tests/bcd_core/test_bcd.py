@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bcd_core.clustering import cluster_tasks
+from bcd_core.cost_model import phased
 from bcd_core.records.store import RecordStore
 from bcd_core.tuning.bcd import BcdPlan, stalled_rounds
 from bcd_core.tuning.control import TuningControl
@@ -275,3 +276,29 @@ def test_the_users_cluster_changes_and_total_budget_survive_a_stop_and_resume(
     assert not [t for t in trials_of(RecordStore(db), first.session_id, member_c) if t["origin"] == "diffused"]
     assert RecordStore(db).session(first.session_id)["status"] == "completed"
     assert second.trials_total == smaller_total == len(RecordStore(db).trials(first.session_id))
+
+
+def test_phase_three_ranks_with_metaschedules_model_once_it_has_learnt(
+    tmp_path: Path, conv_cluster_model: Path, host, monkeypatch
+) -> None:
+    monkeypatch.setattr(phased, "STOCK_WARMUP_SAMPLES", 8)  # the tiny budget's phase 3 is past it
+    run = run_session(conv_cluster_model, tmp_path / "late.db", host, replace(SETTINGS, late_cost_model="metaschedule"))
+    model = run.cost_model._inst
+    assert type(model).__name__ == "PhasedCostModel"  # the Python object behind the FFI wrapper
+    assert model.stock.data_size == run.trials_done  # it learnt from every batch
+    plan = next(hook.__self__ for hook in run.batch_hooks if isinstance(hook.__self__, BcdPlan))  # the live plan
+    # Members past their diffusion and seeded rounds, and singletons past their first round,
+    # had phase-3 rounds; representatives may have too (when phase 1 ended).
+    had_phase_three = set()
+    for cluster in plan.clusters:
+        rounds_before = plan.member_rounds(cluster) if cluster.size > 1 else 1
+        for index in cluster.followers() if cluster.size > 1 else cluster.members:
+            if run.rounds_per_task.get(index, 0) > rounds_before:
+                had_phase_three.add(run.tasks[index].name)
+    now_late = {t.name for t in run.tasks if plan.in_phase_three(t.index)}
+    assert had_phase_three and had_phase_three <= model.late_tasks <= now_late  # phases 1-2: shared model
+    assert any(
+        "ranks candidates with MetaSchedule's XGBModel" in e["message"] for e in run.store.events(run.session_id)
+    )
+    shared_only = run_session(conv_cluster_model, tmp_path / "shared.db", host, SETTINGS)
+    assert type(shared_only.cost_model._inst).__name__ == "SharedXGBModel"

@@ -5,6 +5,7 @@ import pytest
 from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.cost_model.metrics import batch_metrics, pairwise_accuracy, spearman, topk_recall
+from bcd_core.cost_model.phased import PhasedCostModel
 from bcd_core.cost_model.xgb import SharedXGBModel, aggregate_features
 from bcd_core.model_import import import_model
 from bcd_core.tasks import extract_tasks
@@ -31,7 +32,7 @@ def test_aggregate_features_shape() -> None:
     assert aggregate_features(np.zeros((0, 164))).shape == (329,)
 
 
-def test_shared_model_learns_and_fine_tunes(tiny_convnet: Path, host) -> None:
+def conv_context_and_candidates(tiny_convnet: Path, host) -> tuple[ms.TuneContext, list]:
     task = next(t for t in extract_tasks(import_model(tiny_convnet).relax_mod, host) if "conv2d" in t.name)
     strategy = ms.search_strategy.EvolutionarySearch(population_size=16, init_min_unmeasured=16)
     context = ms.TuneContext(
@@ -46,11 +47,19 @@ def test_shared_model_learns_and_fine_tunes(tiny_convnet: Path, host) -> None:
     )
     candidates = list(context.generate_measure_candidates())
     assert len(candidates) >= 8
-    model = SharedXGBModel(num_threads=1, seed=0)
-    features = model.featurize(context, candidates)
-    # A synthetic, learnable target over real features: latency grows with one feature.
+    return context, candidates
+
+
+def synthetic_latencies(features: np.ndarray) -> list[float]:
+    """A learnable target over real features: latency grows with the most varied feature."""
     column = int(np.argmax(features.std(axis=0)))
-    latencies = list(1e-4 * (1.0 + features[:, column] - features[:, column].min()))
+    return list(1e-4 * (1.0 + features[:, column] - features[:, column].min()))
+
+
+def test_shared_model_learns_and_fine_tunes(tiny_convnet: Path, host) -> None:
+    context, candidates = conv_context_and_candidates(tiny_convnet, host)
+    model = SharedXGBModel(num_threads=1, seed=0)
+    latencies = synthetic_latencies(model.featurize(context, candidates))
     model.pretrain(context, candidates, latencies)
     model.train_full()
     predicted = model.predict(context, candidates)
@@ -58,3 +67,22 @@ def test_shared_model_learns_and_fine_tunes(tiny_convnet: Path, host) -> None:
     before = model.finetunings
     model.finetune(range(0, len(candidates)))
     assert model.finetunings == before + 1 and model.booster is not None
+
+
+def test_phased_model_ranks_late_tasks_with_metaschedules_model_once_it_has_learnt(tiny_convnet: Path, host) -> None:
+    context, candidates = conv_context_and_candidates(tiny_convnet, host)
+    shared = SharedXGBModel(num_threads=1, seed=0)
+    latencies = synthetic_latencies(shared.featurize(context, candidates))
+    stock = ms.cost_model.XGBModel(num_warmup_samples=len(candidates), num_tuning_cores=1)
+    phased = PhasedCostModel(shared, stock)._inst
+    name = str(context.task_name)
+    phased.pretrain(context, candidates[:-1], latencies[:-1])
+    phased.train_full()
+    phased.late_tasks.add(name)
+    assert not phased.stock_ready()  # one sample short of its warm-up: the shared model ranks
+    assert phased.model_for(name) is phased.shared
+    phased.pretrain(context, candidates[-1:], [None])  # a failed measurement counts as a sample
+    assert phased.stock_ready() and phased.model_for(name) is phased.stock
+    assert phased.model_for("another_task") is phased.shared  # not in phase 3
+    # Past its warm-up the stock model is deterministic (before, it returns random scores).
+    np.testing.assert_array_equal(phased.predict(context, candidates), phased.stock.predict(context, candidates))
