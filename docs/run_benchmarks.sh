@@ -5,10 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # BCD-only runs: `bcd bench` resumes a complete baseline session from a copied store (nothing
 # left to tune, its timeline kept) and tunes only BCD, so new BCD code meets old baselines.
-bcd_only() {  # model, out folder, baseline store
+bcd_only() {  # model, out folder, baseline store, extra bcd options
     mkdir -p "$2" && cp "$3" "$2/metaschedule.db"
-    bcd bench "../shared/models/$1.onnx" --trials-per-task 32 --trials-per-round 16 --out "$2"
+    bcd bench "../shared/models/$1.onnx" --trials-per-task 32 --trials-per-round 16 --out "$2" "${@:4}"
 }
+# Fifth session of 2026-11-23 (docs/benchmarks.md, first section): MetaSchedule's model ranks phase 3.
+bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/af docs/bench/squeezenet-32l/metaschedule.db --late-cost-model metaschedule
+bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 --late-cost-model metaschedule --out docs/bench/squeezenet-32m
 # Fourth session of 2026-11-23 (docs/benchmarks.md, first section): two cost-model variants, not kept.
 # ad: in tune_bcd, cost_model = ms.cost_model.XGBModel(num_tuning_cores=2, tree_method="auto",
 #     num_warmup_samples=0) instead of SharedXGBModel; ae: SharedXGBModel.finetune boosts on
