@@ -24,8 +24,9 @@ from bcd_core.cost_model.xgb import SharedXGBModel
 STOCK_WARMUP_SAMPLES = 100
 
 
-def _python_model(model: Any) -> Any:
-    """The Python object behind a derived_object wrapper (its methods, called directly)."""
+def python_model(model: Any) -> Any:
+    """The Python object behind a derived_object wrapper: its methods, called directly (through
+    the FFI wrapper a prediction's result buffer is NULL, and isinstance fails)."""
     return getattr(model, "_inst", model)
 
 
@@ -37,8 +38,8 @@ class PhasedCostModel(ms.cost_model.PyCostModel):
 
     def __init__(self, shared: SharedXGBModel, stock: ms.cost_model.XGBModel) -> None:
         super().__init__()
-        self.shared = _python_model(shared)
-        self.stock = _python_model(stock)
+        self.shared = python_model(shared)
+        self.stock = python_model(stock)
         self.late_tasks: set[str] = set()
 
     @classmethod

@@ -37,7 +37,7 @@ from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.schedule import Trace
 
 from bcd_core.clustering import Cluster, cluster_key, cluster_of, cluster_tasks
-from bcd_core.cost_model.phased import PhasedCostModel
+from bcd_core.cost_model.phased import PhasedCostModel, python_model
 from bcd_core.cost_model.xgb import SharedXGBModel
 from bcd_core.diffusion import diffuse
 from bcd_core.target import host_core_count
@@ -435,8 +435,7 @@ class BcdPlan:
 
     def choose_cost_model(self, task_index: int) -> None:
         """Phase 3 ranks with MetaSchedule's model where the settings say so (phased.py)."""
-        model = self.run.cost_model
-        model = getattr(model, "_inst", model)  # the Python object (isinstance fails on the wrapper)
+        model = python_model(self.run.cost_model)
         if not hasattr(model, "late_tasks") or not self.in_phase_three(task_index):
             return
         name = self.run.tasks[task_index].name

@@ -23,6 +23,7 @@ from tvm.target import Target
 from bcd_core import __version__
 from bcd_core.clustering import Cluster, cluster_of, cluster_tasks
 from bcd_core.cost_model.metrics import batch_metrics
+from bcd_core.cost_model.phased import python_model
 from bcd_core.errors import BcdError, StoreError
 from bcd_core.model_import import ImportedModel, import_model
 from bcd_core.records.database import SqliteDatabase
@@ -312,9 +313,7 @@ class TuningRun:
     def predict(self, task_index: int, candidates: list[Any]) -> list[float] | None:
         if self.cost_model is None or task_index not in self.contexts:
             return None
-        # Call the Python model directly: through the FFI wrapper the result buffer is NULL.
-        model = getattr(self.cost_model, "_inst", self.cost_model)
-        scores = model.predict(self.contexts[task_index], candidates)
+        scores = python_model(self.cost_model).predict(self.contexts[task_index], candidates)
         return [float(s) for s in scores]
 
     def record_batch(self, task_index: int, candidates: list, builder_results: list, runner_results: list) -> None:
