@@ -5,6 +5,12 @@ latency L_b, the time t_b it first reached it, the time t_d BCD first reached L_
 speedup = t_b / t_d; plus both final estimates, both compiled models' measured latency and
 onnxruntime's on the same input with the same thread count. The two strategies use separate
 stores so neither sees the other's records.
+
+Two checks on the wall-clock metric come with it: the same comparison counted in measured
+trials (how much of a speedup is a better search rather than cheaper trials), and a machine
+speed probe (onnxruntime's latency before each tune and after both): on a shared machine one
+strategy can run in a slow spell, and then its wall times say more about the neighbours than
+about the tuner.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import csv
 import json
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +27,8 @@ from tvm.target import Target
 
 from bcd_core.errors import MissingRecordError
 from bcd_core.export import compile_tuned, export_library, run_library, run_onnxruntime, target_device
-from bcd_core.model_import import random_inputs
+from bcd_core.model_import import load_onnx, random_inputs, static_inputs
+from bcd_core.records.store import RecordStore
 from bcd_core.session_view import first_time_at_or_below, session_timeline
 from bcd_core.target import describe_target, host_core_count
 from bcd_core.tuning.events import Listener
@@ -29,6 +36,10 @@ from bcd_core.tuning.session import run_session
 from bcd_core.tuning.settings import TuneSettings
 
 STRATEGY_ORDER = ("metaschedule", "bcd")
+PROBE_RUNS = 20
+# onnxruntime's latency varied 4-7 ms between benches on one machine (docs/benchmarks.md);
+# a spread past this within one bench makes its wall-clock comparison unreliable.
+DRIFT_WARNING = 0.15
 
 
 @dataclass
@@ -41,6 +52,7 @@ class StrategyResult:
     measured_latency_ms: float | None
     bookkeeping_s: float  # store writes, metrics, events, scheduling decisions
     timeline: list[tuple[float, float]]  # (elapsed s, estimated latency s) where defined
+    trial_timeline: list[tuple[int, float]] = field(default_factory=list)  # (trials measured, estimate s)
 
 
 @dataclass
@@ -56,6 +68,16 @@ class BenchReport:
     onnxruntime_ms: float | None
     threads: int
     results: dict[str, StrategyResult]
+    baseline_trials: int | None = None  # trials the baseline had measured when it reached L_b
+    bcd_trials: int | None = None  # trials BCD had measured when it reached L_b
+    trial_speedup: float | None = None  # baseline_trials / bcd_trials
+    machine_probes_ms: dict[str, float] = field(default_factory=dict)  # onnxruntime, by moment
+
+    @property
+    def machine_drift(self) -> float | None:
+        """How much slower the machine ran at its slowest probe than at its fastest."""
+        probes = list(self.machine_probes_ms.values())
+        return max(probes) / min(probes) - 1 if len(probes) > 1 and min(probes) > 0 else None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -72,6 +94,15 @@ def speedup_at_equal_latency(
     t_d = first_time_at_or_below(bcd, final)
     speedup = t_b / t_d if t_b is not None and t_d else None
     return final, t_b, t_d, speedup
+
+
+def session_trial_timeline(store: RecordStore, session_id: int) -> list[tuple[int, float]]:
+    """(trials measured, estimated model latency s) after each round, where defined."""
+    return [
+        (int(row["trials_done"]), float(row["estimated_latency_s"]))
+        for row in store.timeline(session_id)
+        if row["estimated_latency_s"] is not None and row["trials_done"] is not None
+    ]
 
 
 MEASURE_PASSES = 3
@@ -106,9 +137,12 @@ def run_bench(
     out_dir.mkdir(parents=True, exist_ok=True)
     results: dict[str, StrategyResult] = {}
     libraries: dict[str, Path] = {}
+    onnx_model = load_onnx(model)
+    probe_inputs = random_inputs(static_inputs(onnx_model, settings.input_shapes))
+    probes: dict[str, float] = {}
     prepared_inputs = None
-    onnx_model = None
     for strategy in STRATEGY_ORDER:
+        probes[f"before {strategy}"] = run_onnxruntime(onnx_model, probe_inputs, runs=PROBE_RUNS).median_ms
         progress(f"== {strategy} ==")
         db_path = out_dir / f"{strategy}.db"
         run = run_session(model, db_path, target, replace(settings, strategy=strategy), listeners)
@@ -116,7 +150,6 @@ def run_bench(
         session = store.session(run.session_id)
         imported = run.prepared.imported
         prepared_inputs = imported.inputs
-        onnx_model = imported.onnx_model
         progress(f"compiling the {strategy} model")
         try:
             libraries[strategy] = export_library(
@@ -133,16 +166,21 @@ def run_bench(
             measured_latency_ms=None,
             bookkeeping_s=float(session.get("bookkeeping_s") or 0.0),
             timeline=session_timeline(store, run.session_id),
+            trial_timeline=session_trial_timeline(store, run.session_id),
         )
         store.close()  # the last connection to close folds the WAL into the file
-    assert prepared_inputs is not None and onnx_model is not None
+    assert prepared_inputs is not None
     progress("measuring the compiled models")
     for strategy, latency in measure_alternately(
         libraries, random_inputs(prepared_inputs), latency_runs, target
     ).items():
         results[strategy].measured_latency_ms = latency
     reference = run_onnxruntime(onnx_model, random_inputs(prepared_inputs), runs=latency_runs).median_ms
+    probes["after both"] = reference
     final, t_b, t_d, speedup = speedup_at_equal_latency(results["metaschedule"].timeline, results["bcd"].timeline)
+    _, n_b, n_d, trial_speedup = speedup_at_equal_latency(
+        results["metaschedule"].trial_timeline, results["bcd"].trial_timeline
+    )
     report = BenchReport(
         model=str(model),
         target=describe_target(target),
@@ -155,6 +193,10 @@ def run_bench(
         onnxruntime_ms=reference,
         threads=host_core_count(),
         results=results,
+        baseline_trials=None if n_b is None else int(n_b),
+        bcd_trials=None if n_d is None else int(n_d),
+        trial_speedup=trial_speedup,
+        machine_probes_ms=probes,
     )
     write_outputs(report, out_dir)
     return report
@@ -216,6 +258,7 @@ def load_report(path: str | Path) -> BenchReport:
     data["results"] = {k: StrategyResult(**v) for k, v in data["results"].items()}
     for result in data["results"].values():
         result.timeline = [tuple(point) for point in result.timeline]
+        result.trial_timeline = [tuple(point) for point in result.trial_timeline]
     return BenchReport(**data)
 
 
@@ -244,4 +287,27 @@ def format_report(report: BenchReport) -> str:
         f"BCD reached it at {minutes(report.bcd_time_s)}; "
         f"speedup {'n/a' if report.speedup is None else f'{report.speedup:.2f}x'}"
     )
+    if report.baseline_trials is not None:
+        lines.append(
+            f"in measured trials: baseline {report.baseline_trials}, BCD "
+            f"{'never' if report.bcd_trials is None else report.bcd_trials}; "
+            f"{'n/a' if report.trial_speedup is None else f'{report.trial_speedup:.2f}x'}"
+        )
+    lines.extend(machine_lines(report))
     return "\n".join(lines)
+
+
+def machine_lines(report: BenchReport) -> list[str]:
+    """The speed probes, and a warning when the machine's speed moved during the bench."""
+    drift = report.machine_drift
+    if drift is None:
+        return []
+    probes = ", ".join(f"{ms:.2f} ms {moment}" for moment, ms in report.machine_probes_ms.items())
+    lines = [f"machine speed (onnxruntime): {probes}; spread {drift:.0%}"]
+    if drift > DRIFT_WARNING:
+        lines.append(
+            f"warning: the machine ran {drift:.0%} slower at times than at others during this bench; "
+            "its wall-clock comparison is unreliable (other work on the machine?). The comparison "
+            "in measured trials is less affected; rerun on an idle machine for timings"
+        )
+    return lines

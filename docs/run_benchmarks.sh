@@ -9,7 +9,12 @@ bcd_only() {  # model, out folder, baseline store, extra bcd options
     mkdir -p "$2" && cp "$3" "$2/metaschedule.db"
     bcd bench "../shared/models/$1.onnx" --trials-per-task 32 --trials-per-round 16 --out "$2" "${@:4}"
 }
-# Fifth session of 2026-11-23 (docs/benchmarks.md, first section): MetaSchedule's model ranks phase 3.
+# Sixth session of 2026-11-23 (docs/benchmarks.md, first section): fresh pairs, default and option alternating.
+for run in n:shared o:metaschedule p:shared q:metaschedule; do
+    bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 \
+        --late-cost-model "${run#*:}" --out "docs/bench/squeezenet-32${run%%:*}"
+done
+# Fifth session of 2026-11-23 (docs/benchmarks.md, second section): MetaSchedule's model ranks phase 3.
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/af docs/bench/squeezenet-32l/metaschedule.db --late-cost-model metaschedule
 bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 --late-cost-model metaschedule --out docs/bench/squeezenet-32m
 # Fourth session of 2026-11-23 (docs/benchmarks.md, first section): two cost-model variants, not kept.
