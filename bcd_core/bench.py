@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -35,6 +36,7 @@ from bcd_core.tuning.events import Listener
 from bcd_core.tuning.session import run_session
 from bcd_core.tuning.settings import TuneSettings
 
+log = logging.getLogger("bcd.bench")
 STRATEGY_ORDER = ("metaschedule", "bcd")
 PROBE_RUNS = 20
 # onnxruntime's latency varied 4-7 ms between benches on one machine (docs/benchmarks.md);
@@ -105,6 +107,16 @@ def session_trial_timeline(store: RecordStore, session_id: int) -> list[tuple[in
     ]
 
 
+def machine_probe_ms(onnx_model: Any, inputs: dict[str, Any]) -> float | None:
+    """onnxruntime's median latency now: the machine's speed at this moment. A diagnostic
+    only, so a model onnxruntime cannot run is tuned all the same (without probes)."""
+    try:
+        return run_onnxruntime(onnx_model, inputs, runs=PROBE_RUNS).median_ms
+    except Exception as err:  # noqa: BLE001 - any onnxruntime failure just means no probe
+        log.warning("no machine speed probe: onnxruntime failed on the model: %s", err)
+        return None
+
+
 MEASURE_PASSES = 3
 
 
@@ -142,7 +154,9 @@ def run_bench(
     probes: dict[str, float] = {}
     prepared_inputs = None
     for strategy in STRATEGY_ORDER:
-        probes[f"before {strategy}"] = run_onnxruntime(onnx_model, probe_inputs, runs=PROBE_RUNS).median_ms
+        probe = machine_probe_ms(onnx_model, probe_inputs)
+        if probe is not None:
+            probes[f"before {strategy}"] = probe
         progress(f"== {strategy} ==")
         db_path = out_dir / f"{strategy}.db"
         run = run_session(model, db_path, target, replace(settings, strategy=strategy), listeners)

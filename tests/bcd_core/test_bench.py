@@ -5,9 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper
 
-from bcd_core.bench import BenchReport, format_report, load_report, speedup_at_equal_latency
+from bcd_core.bench import BenchReport, format_report, load_report, machine_probe_ms, speedup_at_equal_latency
 
 
 def test_speedup_is_the_time_to_reach_the_baselines_final_estimate() -> None:
@@ -36,6 +39,21 @@ def test_a_machine_that_slowed_down_during_the_bench_is_reported() -> None:
     assert "warning: the machine ran 91% slower at times" in format_report(noisy)
 
     assert report_with_probes({"after both": 4.0}).machine_drift is None  # one probe: no spread
+
+
+def one_node_model(op_type: str, domain: str = "") -> onnx.ModelProto:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    graph = helper.make_graph([helper.make_node(op_type, ["x"], ["y"], domain=domain)], "g", [x], [y])
+    opsets = [helper.make_opsetid("", 17)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    return helper.make_model(graph, opset_imports=opsets)
+
+
+def test_the_machine_probe_is_a_diagnostic_that_never_stops_a_bench() -> None:
+    inputs = {"x": np.ones((2, 3), dtype="float32")}
+    probe = machine_probe_ms(one_node_model("Relu"), inputs)
+    assert probe is not None and probe > 0
+    assert machine_probe_ms(one_node_model("NoSuchOp", domain="com.example"), inputs) is None
 
 
 @pytest.mark.slow
