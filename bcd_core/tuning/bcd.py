@@ -523,8 +523,11 @@ class BcdPlan:
 
     def in_phase_three(self, task_index: int) -> bool:
         """The task's next round is a phase-3 round: it is past its phase-2 rounds (a member)
-        or its phase-1 rounds (a representative)."""
+        or its phase-1 rounds (a representative), or past its first round (a singleton, which
+        has no phase 1: phase_one_limit can exceed 1 for it, so it must not be asked)."""
         cluster = self.cluster_of(task_index)
+        if cluster.size < 2:
+            return self.run.rounds_per_task.get(task_index, 0) >= 1
         return not self.in_phase_two(task_index) and (
             task_index != cluster.representative
             or task_index in self.phase_one_cut
