@@ -612,13 +612,13 @@ class BcdSearch(ms.search_strategy.PySearchStrategy):
         plan = self.plan
         half = plan.member_batch
         left = plan.total_budget - plan.run.trials_done  # never overshoot the budget
+        plan.choose_cost_model(self.task_index)  # also for a phase-3 round of re-diffused seeds
         seeds = plan.diffusion_batch(self.task_index, max(1, min(half, left)))
         if seeds:
             self.seed_batch_out = True
             return seeds
         self.seed_batch_out = False
         seeded_round = plan.in_phase_two(self.task_index)
-        plan.choose_cost_model(self.task_index)
         if not seeded_round:  # phase 3: MetaSchedule's standard search, from all records
             explore = plan.should_explore(self.task_index)
             if self.restricted or explore != self.exploring:
