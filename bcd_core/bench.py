@@ -29,8 +29,7 @@ from tvm.target import Target
 from bcd_core.errors import MissingRecordError
 from bcd_core.export import compile_tuned, export_library, run_library, run_onnxruntime, target_device
 from bcd_core.model_import import load_onnx, random_inputs, static_inputs
-from bcd_core.records.store import RecordStore
-from bcd_core.session_view import first_time_at_or_below, session_timeline
+from bcd_core.session_view import first_time_at_or_below, session_timeline, session_trial_timeline
 from bcd_core.target import describe_target, host_core_count
 from bcd_core.tuning.events import Listener
 from bcd_core.tuning.session import run_session
@@ -96,15 +95,6 @@ def speedup_at_equal_latency(
     t_d = first_time_at_or_below(bcd, final)
     speedup = t_b / t_d if t_b is not None and t_d else None
     return final, t_b, t_d, speedup
-
-
-def session_trial_timeline(store: RecordStore, session_id: int) -> list[tuple[int, float]]:
-    """(trials measured, estimated model latency s) after each round, where defined."""
-    return [
-        (int(row["trials_done"]), float(row["estimated_latency_s"]))
-        for row in store.timeline(session_id)
-        if row["estimated_latency_s"] is not None and row["trials_done"] is not None
-    ]
 
 
 def machine_probe_ms(onnx_model: Any, inputs: dict[str, Any]) -> float | None:

@@ -117,6 +117,15 @@ def session_timeline(store: RecordStore, session_id: int) -> list[tuple[float, f
     ]
 
 
+def session_trial_timeline(store: RecordStore, session_id: int) -> list[tuple[int, float]]:
+    """(trials measured, estimated model latency s) after each round, where defined."""
+    return [
+        (int(row["trials_done"]), float(row["estimated_latency_s"]))
+        for row in store.timeline(session_id)
+        if row["estimated_latency_s"] is not None and row["trials_done"] is not None
+    ]
+
+
 def _grouped(store: RecordStore, sql: str, params: list[Any]) -> list[tuple]:
     with store._lock:  # the store serializes its one connection
         return store.db.execute(sql, params).fetchall()

@@ -29,6 +29,7 @@ import tvm_ffi
 from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
 
+from bcd_core.cost_model.xgb import SharedXGBModel
 from bcd_core.diffusion import DiffusedProgram, diffuse
 from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.store import RecordStore
@@ -42,7 +43,11 @@ VARIANTS: dict[str, tuple[int, bool]] = {
     "top-2": (2, False),
     "top-4 spread": (4, True),
     "top-8 spread": (8, True),
+    # every adaptation of the top 16, ranked by a cost model trained on what the run had
+    # measured before the cluster's first diffusion; the model's best half batch is timed
+    "ranked-16": (16, True),
 }
+RANKED = "ranked"
 NEAR_FINAL = 1.5
 
 
@@ -69,6 +74,43 @@ def prior_pool(store: RecordStore, database: SqliteDatabase, session_id: int, re
             seen.add(row["trace"])
             pool.append((row["id"], database.record_from_row(row).trace))
     return pool
+
+
+def model_before(
+    store: RecordStore,
+    database: SqliteDatabase,
+    session_id: int,
+    members: list[dict],
+    mods: dict[str, Any],
+    target: Target,
+    settings: TuneSettings,
+) -> SharedXGBModel:
+    """A shared model trained on every trial the run measured before the members' first
+    diffusion (every task's, as the run's model had them)."""
+    member_ids = {m["id"] for m in members}
+    trials = store.trials(session_id)
+    first = min(t["id"] for t in trials if t["task_id"] in member_ids and t["origin"] == "diffused")
+    names = {row["id"]: row["name"] for row in store.tasks(session_id)}
+    model = SharedXGBModel(num_threads=host_core_count(), seed=settings.seed)
+    by_task: dict[int, list[dict]] = defaultdict(list)
+    for t in trials:
+        if t["id"] < first:
+            by_task[t["task_id"]].append(t)
+    for task_id, rows in by_task.items():
+        context = ms.TuneContext(mod=mods[names[task_id]], target=target, task_name=names[task_id])
+        candidates = [database.record_from_row(r).as_measure_candidate() for r in rows]
+        model.pretrain(context, candidates, [r["latency_s"] for r in rows])
+    model.train_full()
+    return model
+
+
+def ranked(model: SharedXGBModel, context: ms.TuneContext, programs: list, count: int) -> list:
+    """The `count` programs the model scores highest."""
+    if not programs:
+        return []
+    scores = model.predict(context, [p.candidate() for p in programs])
+    order = sorted(range(len(programs)), key=lambda i: -scores[i])
+    return [programs[i] for i in order[:count]]
 
 
 class Timer:
@@ -121,6 +163,7 @@ def replay(model: Path, db: Path, variants: dict[str, tuple[int, bool]]) -> dict
     for row in rows:
         clusters[row["cluster_key"]].append(row)
     timer = Timer(settings, target)
+    model_for: dict[str, SharedXGBModel] = {}
     count = max(1, settings.batch_size // 2)
     results: list[dict[str, Any]] = []
     try:
@@ -130,6 +173,8 @@ def replay(model: Path, db: Path, variants: dict[str, tuple[int, bool]]) -> dict
             if rep is None or not members:
                 continue
             pool = prior_pool(store, database, session["id"], rep, members)
+            if any(name.startswith(RANKED) for name in variants):
+                model_for[key] = model_before(store, database, session["id"], members, mods, target, settings)
             for member in members:
                 context = ms.TuneContext(
                     mod=mods[member["name"]],
@@ -140,8 +185,13 @@ def replay(model: Path, db: Path, variants: dict[str, tuple[int, bool]]) -> dict
                 sketches = list(context.generate_design_space())
                 line = {"member": member["name"], "cluster": key, "final_best_s": final_best.get(member["id"])}
                 for name, (top_k, spread) in variants.items():
-                    found = diffuse(context, sketches, pool[:top_k], count, seed=member["idx"], spread=spread)
-                    latencies = [lat for lat in timer.time(found.programs) if lat is not None]
+                    if name.startswith(RANKED):
+                        found = diffuse(context, sketches, pool[:top_k], 4 * top_k, seed=member["idx"], spread=spread)
+                        programs = ranked(model_for[key], context, found.programs, count)
+                    else:
+                        found = diffuse(context, sketches, pool[:top_k], count, seed=member["idx"], spread=spread)
+                        programs = found.programs
+                    latencies = [lat for lat in timer.time(programs) if lat is not None]
                     line[name] = min(latencies, default=None)
                 results.append(line)
                 cells = " ".join(f"{_ratio(line[n], line['final_best_s']):>14}" for n in variants)
