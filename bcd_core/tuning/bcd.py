@@ -418,7 +418,7 @@ class BcdPlan:
             past = history[-1 - GRADIENT_WINDOW]
             recent = (past - history[-1]) / past / GRADIENT_WINDOW
         rounds = run.rounds_per_task.get(task_index, 0)
-        improvement = max(recent, 1.0 / (rounds + 1)) * STALL_DECAY ** self.stalls(task_index)
+        improvement = max(recent, 1.0 / (rounds + 1)) * STALL_DECAY ** stalled_rounds(history)
         work = run.tasks[task_index].weight * best
         return (0.0, max(improvement, self.refresh_improvement(task_index)) * work)
 
@@ -450,35 +450,7 @@ class BcdPlan:
             )
 
     def should_explore(self, task_index: int) -> bool:
-        return self.stalls(task_index) >= EXPLORE_AFTER_STALLS
-
-    def stalls(self, task_index: int) -> int:
-        """Rounds in a row without a better program, counted within the task's phase 3 once it
-        is there. Its phase-1 rounds (a search whose model had seen only the representatives)
-        and phase-2 rounds (a member's search restricted to its seeds' sketch) say little about
-        phase 3's full-space search with a model that has learnt from every task: counting them
-        starved SqueezeNet's 3x3 representative, 45 % of the model, for the rest of the tune
-        once noise had cut its phase 1 short (docs/benchmarks.md)."""
-        history = self.run.best_history.get(task_index, [])
-        if self.in_phase_three(task_index):
-            history = history[max(0, self.phase_three_entry(task_index) - 1) :]  # from its last best before
-        return stalled_rounds(history)
-
-    def phase_three_entry(self, task_index: int) -> int:
-        """How many rounds the task had when its phase 3 began (see in_phase_three)."""
-        cluster = self.cluster_of(task_index)
-        if cluster.size < 2:
-            return 1
-        if task_index != cluster.representative:
-            return self.member_rounds(cluster)
-        limit = self.phase_one_limit(cluster)
-        patience = self.settings.phase_one_patience
-        history = self.run.best_history.get(task_index, [])
-        if patience:
-            for rounds in range(1, min(limit, len(history)) + 1):
-                if stalled_rounds(history[:rounds]) >= patience:
-                    return rounds  # where in_phase_one cut it
-        return limit
+        return stalled_rounds(self.run.best_history.get(task_index, [])) >= EXPLORE_AFTER_STALLS
 
     # -- diffusion ------------------------------------------------------------------------
     def diffusion_batch(self, task_index: int, count: int) -> list[ms.MeasureCandidate] | None:

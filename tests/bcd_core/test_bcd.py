@@ -213,23 +213,6 @@ def test_a_representative_runs_phase_one_until_it_stalls(tmp_path: Path, conv_cl
     run.best_history[rep] = [2.0, 1.0, 1.0, 0.995, 0.5]  # better again (in phase 3): still over
     assert not plan.in_phase_one(conv)
 
-    # Phase 3 counts stalls from where phase 1 ended (its 4th round): the stalled phase-1
-    # rounds neither halve its expected gain again nor make its next search explore.
-    run.rounds_per_task[rep] = 5
-    run.best_history[rep] = [2.0, 1.0, 1.0, 0.995, 0.995]
-    assert plan.in_phase_three(rep) and plan.phase_three_entry(rep) == 4
-    assert stalled_rounds(run.best_history[rep]) == 3 and plan.stalls(rep) == 1
-    assert not plan.should_explore(rep)
-    work = run.tasks[rep].weight * run.best[rep]
-    assert plan.expected_gain(rep)[1] == pytest.approx(work / 6 * 0.5)  # 1 / (rounds + 1), one stall
-    member = conv.followers()[0]  # its phase 2 (diffusion, seeded round) is done
-    run.rounds_per_task[member] = 2
-    run.best_history[member] = [1.0, 1.0]
-    assert plan.in_phase_three(member) and plan.stalls(member) == 0
-    run.best_history[member] = [1.0, 1.0, 1.0]
-    run.rounds_per_task[member] = 3
-    assert plan.stalls(member) == 1
-
 
 def test_stop_then_resume_continues_the_session(tmp_path: Path, conv_cluster_model: Path, host, layout) -> None:
     control = TuningControl()
