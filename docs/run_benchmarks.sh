@@ -9,6 +9,17 @@ bcd_only() {  # model, out folder, baseline store, extra bcd options
     mkdir -p "$2" && cp "$3" "$2/metaschedule.db"
     bcd bench "../shared/models/$1.onnx" --trials-per-task 32 --trials-per-round 16 --out "$2" "${@:4}"
 }
+# Seventh session of 2026-11-23 (docs/benchmarks.md, first section): ranked diffusion replayed
+# offline; r and s at commit a6f3717 (phase 3 counts stalls from its own start; reverted), t main.
+for run in n p; do
+    python docs/diffusion_replay.py ../shared/models/squeezenet1_1.onnx "docs/bench/squeezenet-32$run/bcd.db" \
+        --variants "top-8 spread" ranked-16 --json "docs/bench/diffusion-replay/ranked-squeezenet-32$run.json"
+done
+for run in r s t; do
+    bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 --out "docs/bench/squeezenet-32$run"
+done
+python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{n,o,p,q,r,s,t}/squeezenet1_1-bench.json \
+    --bcd docs/bench/squeezenet-32{n,p,t}/squeezenet1_1-bench.json
 # Sixth session of 2026-11-23 (docs/benchmarks.md, first section): fresh pairs, default and option alternating.
 for run in n:shared o:metaschedule p:shared q:metaschedule; do
     bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 \
