@@ -7,7 +7,9 @@ and the programs are built and timed like a tuning round (a module two variants 
 once). Printed per member: each variant's best diffused latency, divided by the best latency
 the run found for that member by the end (1.0 = diffusion alone found the run's final program);
 then the geometric mean of those ratios per variant, and how many members each variant got
-within 1.5x of the run's final best.
+within 1.5x of the run's final best. The `ranked-*` variants let a cost model, trained on
+every trial the run had measured before the cluster's first diffusion, pick the half batch
+from a wider pool (experiments: the tuner does not have them; docs/benchmarks.md).
 
     python docs/diffusion_replay.py ../shared/models/squeezenet1_1.onnx docs/bench/squeezenet-32j/bcd.db
 
@@ -20,8 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import random
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +34,7 @@ import tvm_ffi
 from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
 
+from bcd_core import diffusion
 from bcd_core.cost_model.xgb import SharedXGBModel
 from bcd_core.diffusion import DiffusedProgram, diffuse
 from bcd_core.records.database import SqliteDatabase
@@ -46,9 +52,14 @@ VARIANTS: dict[str, tuple[int, bool]] = {
     # every adaptation of the top 16, ranked by a cost model trained on what the run had
     # measured before the cluster's first diffusion; the model's best half batch is timed
     "ranked-16": (16, True),
+    # as ranked-16, from the top 8, plus tilings that put a member's whole extent at one
+    # tiling level where the prior's factors do not divide it (e.g. 13 against 27)
+    "ranked-levels": (8, True),
 }
 RANKED = "ranked"
+LEVEL_VARIANTS_PER_PRIOR = 16
 NEAR_FINAL = 1.5
+original_adapt_tile = diffusion.adapt_tile
 
 
 def newest_bcd_session(store: RecordStore) -> dict[str, Any]:
@@ -104,6 +115,59 @@ def model_before(
     return model
 
 
+def level_tilings(factors: list[int], extent: int, max_innermost: int | None) -> list[list[int]]:
+    """keep and scale, plus the whole extent at each level, where the factors do not fit."""
+    if math.prod(factors) == extent:
+        return [list(factors)]
+    options = [original_adapt_tile(factors, extent, mode, max_innermost) for mode in ("keep", "scale")]
+    for level in range(len(factors)):
+        if level == len(factors) - 1 and max_innermost and extent > max_innermost:
+            continue
+        options.append([extent if i == level else 1 for i in range(len(factors))])
+    return [list(t) for t in dict.fromkeys(tuple(t) for t in options)]
+
+
+@contextmanager
+def level_adaptation() -> Iterator[None]:
+    """Diffusion's "random" mode draws each non-fitting tile from level_tilings instead
+    (an experiment: the tuner does not have it)."""
+
+    def adapt(factors, extent, mode, max_innermost=None, rng=None):  # noqa: ANN001, ANN202
+        if mode != "random":
+            return original_adapt_tile(factors, extent, mode, max_innermost, rng)
+        return (rng or random.Random(0)).choice(level_tilings([int(f) for f in factors], extent, max_innermost))
+
+    diffusion.adapt_tile = adapt
+    try:
+        yield
+    finally:
+        diffusion.adapt_tile = original_adapt_tile
+
+
+def level_variants(context: ms.TuneContext, sketches: list, pool: list, seed: int) -> list[DiffusedProgram]:
+    """Every diffusion of `pool`, plus LEVEL_VARIANTS_PER_PRIOR level tilings of each program."""
+    programs = diffuse(context, sketches, pool, 4 * len(pool), seed=seed, spread=True).programs
+    seen = {int(tvm_ffi.structural_hash(p.schedule.mod)) for p in programs}
+    with level_adaptation():
+        for attempt in range(LEVEL_VARIANTS_PER_PRIOR):
+            for source_id, prior in pool:
+                index = diffusion.matching_sketch(prior, sketches)
+                if index is None:
+                    continue
+                rng = random.Random(seed * 1000 + attempt)
+                try:
+                    sch = diffusion.replay(context.mod, sketches[index].trace, prior, "random", rng)
+                except Exception:  # noqa: BLE001 - an invalid replay is just not a candidate
+                    continue
+                if not diffusion.postprocess(sch, list(context.space_generator.postprocs)):
+                    continue
+                key = int(tvm_ffi.structural_hash(sch.mod))
+                if key not in seen:
+                    seen.add(key)
+                    programs.append(DiffusedProgram(sch, source_id, "levels"))
+    return programs
+
+
 def ranked(model: SharedXGBModel, context: ms.TuneContext, programs: list, count: int) -> list:
     """The `count` programs the model scores highest."""
     if not programs:
@@ -146,7 +210,9 @@ class Timer:
         self.builder.close()
 
 
-def replay(model: Path, db: Path, variants: dict[str, tuple[int, bool]]) -> dict[str, Any]:
+def replay(
+    model: Path, db: Path, variants: dict[str, tuple[int, bool]], only: list[str] | None = None
+) -> dict[str, Any]:
     store = RecordStore(db)
     session = newest_bcd_session(store)
     settings = settings_of_session(session, TuneSettings())
@@ -169,12 +235,13 @@ def replay(model: Path, db: Path, variants: dict[str, tuple[int, bool]]) -> dict
     try:
         for key, cluster in clusters.items():
             rep = next((r for r in cluster if r["is_representative"]), None)
-            members = [r for r in cluster if r is not rep and r["diffused_best_s"] is not None]
+            diffused = [r for r in cluster if r is not rep and r["diffused_best_s"] is not None]
+            members = [m for m in diffused if not only or m["name"] in only]  # the pool is the cluster's
             if rep is None or not members:
                 continue
-            pool = prior_pool(store, database, session["id"], rep, members)
+            pool = prior_pool(store, database, session["id"], rep, diffused)
             if any(name.startswith(RANKED) for name in variants):
-                model_for[key] = model_before(store, database, session["id"], members, mods, target, settings)
+                model_for[key] = model_before(store, database, session["id"], diffused, mods, target, settings)
             for member in members:
                 context = ms.TuneContext(
                     mod=mods[member["name"]],
@@ -185,7 +252,10 @@ def replay(model: Path, db: Path, variants: dict[str, tuple[int, bool]]) -> dict
                 sketches = list(context.generate_design_space())
                 line = {"member": member["name"], "cluster": key, "final_best_s": final_best.get(member["id"])}
                 for name, (top_k, spread) in variants.items():
-                    if name.startswith(RANKED):
+                    if name == "ranked-levels":
+                        candidates = level_variants(context, sketches, pool[:top_k], member["idx"])
+                        programs = ranked(model_for[key], context, candidates, count)
+                    elif name.startswith(RANKED):
                         found = diffuse(context, sketches, pool[:top_k], 4 * top_k, seed=member["idx"], spread=spread)
                         programs = ranked(model_for[key], context, found.programs, count)
                     else:
@@ -222,10 +292,11 @@ def main() -> None:
     parser.add_argument("db", type=Path, help="a bench folder's bcd.db")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
+    parser.add_argument("--only", nargs="+", metavar="MEMBER", help="replay these members only")
     args = parser.parse_args()
     variants = {name: VARIANTS[name] for name in args.variants}
     print(f"{'member':28s} " + " ".join(f"{n:>14}" for n in variants))
-    figures = replay(args.model, args.db, variants)
+    figures = replay(args.model, args.db, variants, args.only)
     for name, s in figures["summary"].items():
         print(
             f"{name:14s} geometric mean best-diffused / final-best {s['geomean_ratio']:.2f}, "
