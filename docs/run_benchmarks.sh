@@ -10,7 +10,7 @@ bcd_only() {  # model, out folder, baseline store, extra bcd options
     bcd bench "../shared/models/$1.onnx" --trials-per-task 32 --trials-per-round 16 --out "$2" "${@:4}"
 }
 # Seventh session of 2026-11-23 (docs/benchmarks.md, first section): ranked diffusion replayed
-# offline; r and s at commit a6f3717 (phase 3 counts stalls from its own start; reverted), t main.
+# offline; r and s at commit a6f3717 (phase 3 counts stalls from its own start; reverted), t and u main.
 for run in n p; do
     python docs/diffusion_replay.py ../shared/models/squeezenet1_1.onnx "docs/bench/squeezenet-32$run/bcd.db" \
         --variants "top-8 spread" ranked-16 --json "docs/bench/diffusion-replay/ranked-squeezenet-32$run.json"
@@ -23,8 +23,9 @@ for run in n o p q r s t; do
         --variants "top-8 spread" ranked-16 ranked-levels --json "docs/bench/diffusion-replay/levels-squeezenet-32$run.json" \
         --only fused_conv2d3_add2_relu2 fused_conv2d11_add6_relu6 fused_conv2d15_add8_relu8 fused_conv2d17_add9_relu9
 done
-python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{n,o,p,q,r,s,t}/squeezenet1_1-bench.json \
-    --bcd docs/bench/squeezenet-32{n,p,t}/squeezenet1_1-bench.json
+bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/squeezenet-32u
+python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{n,o,p,q,r,s,t,u}/squeezenet1_1-bench.json \
+    --bcd docs/bench/squeezenet-32{n,p,t,u}/squeezenet1_1-bench.json
 # Sixth session of 2026-11-23 (docs/benchmarks.md, second section): fresh pairs, default and option alternating.
 for run in n:shared o:metaschedule p:shared q:metaschedule; do
     bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 \
