@@ -69,13 +69,16 @@ def newest_bcd_session(store: RecordStore) -> dict[str, Any]:
     return sessions[-1]
 
 
+def first_diffusion_id(trials: list[dict], members: list[dict]) -> int | None:
+    """The id of the first diffused trial of any of `members` (the cluster's first diffusion)."""
+    member_ids = {m["id"] for m in members}
+    return min((t["id"] for t in trials if t["task_id"] in member_ids and t["origin"] == "diffused"), default=None)
+
+
 def prior_pool(store: RecordStore, database: SqliteDatabase, session_id: int, rep: dict, members: list[dict]) -> list:
     """The representative's distinct programs, best first, measured before the first diffusion."""
-    member_ids = {m["id"] for m in members}
     trials = store.trials(session_id)
-    first_diffused = min(
-        (t["id"] for t in trials if t["task_id"] in member_ids and t["origin"] == "diffused"), default=None
-    )
+    first_diffused = first_diffusion_id(trials, members)
     if first_diffused is None:
         return []
     rows = [t for t in trials if t["task_id"] == rep["id"] and t["id"] < first_diffused and t["latency_s"]]
@@ -98,9 +101,9 @@ def model_before(
 ) -> SharedXGBModel:
     """A shared model trained on every trial the run measured before the members' first
     diffusion (every task's, as the run's model had them)."""
-    member_ids = {m["id"] for m in members}
     trials = store.trials(session_id)
-    first = min(t["id"] for t in trials if t["task_id"] in member_ids and t["origin"] == "diffused")
+    first = first_diffusion_id(trials, members)
+    assert first is not None, "members without a diffused trial"
     names = {row["id"]: row["name"] for row in store.tasks(session_id)}
     model = SharedXGBModel(num_threads=host_core_count(), seed=settings.seed)
     by_task: dict[int, list[dict]] = defaultdict(list)
