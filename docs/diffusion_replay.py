@@ -56,6 +56,11 @@ VARIANTS: dict[str, tuple[int, bool]] = {
     # tiling level where the prior's factors do not divide it (e.g. 13 against 27)
     "ranked-levels": (8, True),
 }
+# --prior-task: top 8, spread, from every program the run measured for another task of the
+# cluster, as if that task had been the representative
+PRIOR_TASK = "prior-task"
+# --prior-rounds K: top 8, spread, from the representative's first K rounds only
+PRIOR_ROUNDS = "prior-rounds"
 RANKED = "ranked"
 LEVEL_VARIANTS_PER_PRIOR = 16
 NEAR_FINAL = 1.5
@@ -75,19 +80,49 @@ def first_diffusion_id(trials: list[dict], members: list[dict]) -> int | None:
     return min((t["id"] for t in trials if t["task_id"] in member_ids and t["origin"] == "diffused"), default=None)
 
 
-def prior_pool(store: RecordStore, database: SqliteDatabase, session_id: int, rep: dict, members: list[dict]) -> list:
-    """The representative's distinct programs, best first, measured before the first diffusion."""
-    trials = store.trials(session_id)
-    first_diffused = first_diffusion_id(trials, members)
-    if first_diffused is None:
-        return []
-    rows = [t for t in trials if t["task_id"] == rep["id"] and t["id"] < first_diffused and t["latency_s"]]
+def distinct_best_first(rows: list[dict], database: SqliteDatabase) -> list:
+    """(trial id, trace) of each distinct program among `rows`, fastest first."""
     pool, seen = [], set()
     for row in sorted(rows, key=lambda t: (t["latency_s"], t["id"])):
         if row["trace"] not in seen:
             seen.add(row["trace"])
             pool.append((row["id"], database.record_from_row(row).trace))
     return pool
+
+
+def prior_pool(
+    store: RecordStore,
+    database: SqliteDatabase,
+    session_id: int,
+    rep: dict,
+    members: list[dict],
+    rounds: int | None = None,
+) -> list:
+    """The representative's distinct programs, best first, measured before the first diffusion
+    (in its first `rounds` rounds only, if given)."""
+    trials = store.trials(session_id)
+    first_diffused = first_diffusion_id(trials, members)
+    if first_diffused is None:
+        return []
+    rows = [t for t in trials if t["task_id"] == rep["id"] and t["id"] < first_diffused and t["latency_s"]]
+    return distinct_best_first(first_rounds(rows, rounds), database)
+
+
+def task_pool(
+    store: RecordStore, database: SqliteDatabase, session_id: int, task: dict, rounds: int | None = None
+) -> list:
+    """Every distinct program the run measured for `task` (in its first `rounds` rounds, if
+    given), best first: a would-be prior."""
+    rows = [t for t in store.trials(session_id) if t["task_id"] == task["id"] and t["latency_s"]]
+    return distinct_best_first(first_rounds(rows, rounds), database)
+
+
+def first_rounds(rows: list[dict], rounds: int | None) -> list[dict]:
+    """The rows of the first `rounds` rounds among them (all if None)."""
+    if rounds is None:
+        return rows
+    kept = sorted({t["round"] for t in rows})[:rounds]
+    return [t for t in rows if t["round"] in kept]
 
 
 def model_before(
@@ -214,7 +249,12 @@ class Timer:
 
 
 def replay(
-    model: Path, db: Path, variants: dict[str, tuple[int, bool]], only: list[str] | None = None
+    model: Path,
+    db: Path,
+    variants: dict[str, tuple[int, bool]],
+    only: list[str] | None = None,
+    prior_task: str | None = None,
+    prior_rounds: int | None = None,
 ) -> dict[str, Any]:
     store = RecordStore(db)
     session = newest_bcd_session(store)
@@ -240,9 +280,17 @@ def replay(
             rep = next((r for r in cluster if r["is_representative"]), None)
             diffused = [r for r in cluster if r is not rep and r["diffused_best_s"] is not None]
             members = [m for m in diffused if not only or m["name"] in only]  # the pool is the cluster's
+            if prior_task:
+                would_be = next((r for r in cluster if r["name"] == prior_task), None)
+                if would_be is None:
+                    continue
+                members = [m for m in members if m is not would_be]
+                task_prior = task_pool(store, database, session["id"], would_be, prior_rounds)
             if rep is None or not members:
                 continue
             pool = prior_pool(store, database, session["id"], rep, diffused)
+            if PRIOR_ROUNDS in variants:
+                short_pool = prior_pool(store, database, session["id"], rep, diffused, prior_rounds)
             if any(name.startswith(RANKED) for name in variants):
                 model_for[key] = model_before(store, database, session["id"], diffused, mods, target, settings)
             for member in members:
@@ -255,7 +303,13 @@ def replay(
                 sketches = list(context.generate_design_space())
                 line = {"member": member["name"], "cluster": key, "final_best_s": final_best.get(member["id"])}
                 for name, (top_k, spread) in variants.items():
-                    if name == "ranked-levels":
+                    if name == PRIOR_ROUNDS:
+                        found = diffuse(context, sketches, short_pool[:top_k], count, seed=member["idx"], spread=spread)
+                        programs = found.programs
+                    elif name == PRIOR_TASK:
+                        found = diffuse(context, sketches, task_prior[:top_k], count, seed=member["idx"], spread=spread)
+                        programs = found.programs
+                    elif name == "ranked-levels":
                         candidates = level_variants(context, sketches, pool[:top_k], member["idx"])
                         programs = ranked(model_for[key], context, candidates, count)
                     elif name.startswith(RANKED):
@@ -296,10 +350,25 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--only", nargs="+", metavar="MEMBER", help="replay these members only")
+    parser.add_argument(
+        "--prior-task",
+        metavar="TASK",
+        help="add a variant diffusing from TASK's programs (the whole run's) instead of the representative's",
+    )
+    parser.add_argument(
+        "--prior-rounds",
+        type=int,
+        metavar="K",
+        help="add a variant diffusing from the representative's first K rounds (with --prior-task: TASK's)",
+    )
     args = parser.parse_args()
     variants = {name: VARIANTS[name] for name in args.variants}
+    if args.prior_rounds and not args.prior_task:  # with --prior-task, it limits that task's pool
+        variants[PRIOR_ROUNDS] = (8, True)
+    if args.prior_task:
+        variants[PRIOR_TASK] = (8, True)
     print(f"{'member':28s} " + " ".join(f"{n:>14}" for n in variants))
-    figures = replay(args.model, args.db, variants, args.only)
+    figures = replay(args.model, args.db, variants, args.only, args.prior_task, args.prior_rounds)
     for name, s in figures["summary"].items():
         print(
             f"{name:14s} geometric mean best-diffused / final-best {s['geomean_ratio']:.2f}, "
