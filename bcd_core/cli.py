@@ -102,10 +102,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     target = parse_target(args.target)
     imported = import_model(args.model, parse_input_shapes(args.input_shape))
     tasks = extract_tasks(imported.relax_mod, target)
-    by_mode = {
-        mode: cluster_tasks(tasks, mode, heavy_member_ratio=TUNE_DEFAULTS.heavy_member_ratio)
-        for mode in ("operator", "sketch")
-    }
+    by_mode = {mode: cluster_tasks(tasks, mode) for mode in ("operator", "sketch")}
     elapsed = time.perf_counter() - start
     if args.json:
         payload = {
@@ -205,7 +202,6 @@ def settings_from_args(args: argparse.Namespace) -> Any:
             builder_timeout_s=args.builder_timeout,
             prior_top_k=args.prior_top_k,
             phase_one_patience=args.phase_one_patience,
-            heavy_member_ratio=args.heavy_member_ratio,
             late_cost_model=args.late_cost_model,
         )
     except ValueError as err:
@@ -400,15 +396,6 @@ def _add_budget_options(parser: argparse.ArgumentParser) -> None:
         help=f"bcd: a representative's phase 1 runs up to 10 rounds and ends after N rounds in a row "
         f"without a better program (default {TUNE_DEFAULTS.phase_one_patience}; 0 runs exactly "
         "min(|cluster|, 10) rounds, as bcd-algorithm.md)",
-    )
-    parser.add_argument(
-        "--heavy-member-ratio",
-        type=float,
-        default=TUNE_DEFAULTS.heavy_member_ratio,
-        metavar="R",
-        help=f"bcd: a cluster member with at least R times its representative's FLOPs x weight is tuned "
-        f"on its own, not from the representative's programs (default {TUNE_DEFAULTS.heavy_member_ratio:g}; "
-        "0 clusters by key only, as bcd-algorithm.md)",
     )
     parser.add_argument(
         "--late-cost-model",

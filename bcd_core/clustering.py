@@ -79,82 +79,38 @@ def choose_representative(shape_lists: Sequence[Sequence[Sequence[int]]], flops:
     return min(range(count), key=lambda i: (-scores[i], -flops[i], i))
 
 
-HEAVY_KEY_SUFFIX = "/heavy:"  # key of a member split off as heavy: "<cluster key>/heavy:<task index>"
-
-
 def cluster_tasks(
     tasks: Sequence[TaskLike],
     mode: ClusterMode | str,
     moved: dict[int, str] | None = None,
     representative_overrides: dict[str, int] | None = None,
-    heavy_member_ratio: float = 0.0,
 ) -> list[Cluster]:
     """Clusters in priority order (descending FLOPs x weight of the whole cluster).
 
     `moved` maps a task index to the key of the cluster the user put it in (a fresh key
     makes it a singleton); `representative_overrides` maps a cluster key to a task index.
-    With `heavy_member_ratio` > 0, a member whose FLOPs x weight is at least that many times
-    its representative's becomes a singleton (`heavy_members`), unless the user moved it.
     """
     moved = moved or {}
-    overrides = dict(representative_overrides or {})
-    groups = _group(tasks, mode, moved)
-    if heavy_member_ratio > 0:
-        for key, members in list(groups.items()):
-            representative = _representative(key, members, overrides)
-            overrides.setdefault(key, representative)  # splitting must not re-elect it
-            heavy = {t.index: t for t in heavy_members(members, representative, heavy_member_ratio, set(moved))}
-            for index, task in heavy.items():
-                groups[f"{key}{HEAVY_KEY_SUFFIX}{index}"] = [task]
-            groups[key] = [t for t in members if t.index not in heavy]
+    overrides = representative_overrides or {}
+    groups: dict[str, list[TaskLike]] = {}
+    for task in tasks:
+        key = moved.get(task.index, cluster_key(task, mode))
+        groups.setdefault(key, []).append(task)
 
     def cost(members: list[TaskLike]) -> float:
         return sum(t.flops * t.weight for t in members)
 
     ordered = sorted(groups.items(), key=lambda item: (-cost(item[1]), item[1][0].index))
-    return [
-        Cluster(
-            id=cluster_id,
-            key=key,
-            members=[t.index for t in members],
-            representative=_representative(key, members, overrides),
-        )
-        for cluster_id, (key, members) in enumerate(ordered)
-    ]
-
-
-def _group(tasks: Sequence[TaskLike], mode: ClusterMode | str, moved: dict[int, str]) -> dict[str, list[TaskLike]]:
-    groups: dict[str, list[TaskLike]] = {}
-    for task in tasks:
-        groups.setdefault(moved.get(task.index, cluster_key(task, mode)), []).append(task)
-    return groups
-
-
-def _representative(key: str, members: Sequence[TaskLike], overrides: dict[str, int]) -> int:
-    indices = [t.index for t in members]
-    if key in overrides and overrides[key] in indices:
-        return overrides[key]
-    return indices[choose_representative([t.shapes for t in members], [t.flops for t in members])]
-
-
-def heavy_members(
-    members: Sequence[TaskLike], representative: int, ratio: float, keep: set[int] | None = None
-) -> list[TaskLike]:
-    """Members whose FLOPs x weight is at least `ratio` times the representative's (those in
-    `keep` excepted). Diffusion pays when a cheap representative's tuning carries many
-    members; a member far heavier than its representative is a large share of the model on
-    its own, and its search stays in the basin of the small task's programs (SqueezeNet's
-    classifier convolution, 29x its 1x1 representative: docs/benchmarks.md)."""
-    keep = keep or set()
-    rep = next(t for t in members if t.index == representative)
-    rep_cost = rep.flops * rep.weight
-    if rep_cost <= 0:
-        return []
-    return [
-        t
-        for t in members
-        if t.index != representative and t.index not in keep and t.flops * t.weight >= ratio * rep_cost
-    ]
+    clusters = []
+    for cluster_id, (key, members) in enumerate(ordered):
+        indices = [t.index for t in members]
+        if key in overrides and overrides[key] in indices:
+            representative = overrides[key]
+        else:
+            position = choose_representative([t.shapes for t in members], [t.flops for t in members])
+            representative = indices[position]
+        clusters.append(Cluster(id=cluster_id, key=key, members=indices, representative=representative))
+    return clusters
 
 
 def cluster_of(clusters: Sequence[Cluster], task_index: int) -> Cluster:

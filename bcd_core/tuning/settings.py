@@ -10,7 +10,6 @@ LATE_COST_MODELS = ("metaschedule", "shared")
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
 CPU_BUILDER_TIMEOUT_S = 10.0
 GPU_BUILDER_TIMEOUT_S = 60.0
-HEAVY_MEMBER_RATIO = 10.0  # TuneSettings.heavy_member_ratio
 
 
 @dataclass
@@ -55,12 +54,6 @@ class TuneSettings:
     # get one representative round and diffusion-only members: their rounds cost as much wall
     # time as a convolution's and gain nothing visible. 0 follows bcd-algorithm.md to the letter.
     minor_cluster_share: float = 0.01
-    # A member with at least this many times its representative's FLOPs x weight is tuned as
-    # a singleton instead of from the representative's programs: SqueezeNet's classifier
-    # convolution (29x its 1x1 representative, a fifth of the model) stayed in the small
-    # task's basin and ended about 1 ms behind its baselines (docs/benchmarks.md).
-    # 0 follows bcd-algorithm.md: clusters by key only.
-    heavy_member_ratio: float = HEAVY_MEMBER_RATIO
     # Which model ranks a task's candidates in phase 3: "shared" (BCD's shared model
     # throughout) or "metaschedule" (MetaSchedule's XGBModel, trained on every task's
     # samples, once past its warm-up; bcd_core/cost_model/phased.py). An experiment, not the
@@ -78,8 +71,6 @@ class TuneSettings:
             raise ValueError("the prior needs at least one program (--prior-top-k 1 or more)")
         if self.phase_one_patience < 0:
             raise ValueError("phase-1 patience must be 0 (off) or a number of rounds (--phase-one-patience)")
-        if self.heavy_member_ratio != 0 and self.heavy_member_ratio < 1:
-            raise ValueError("the heavy-member ratio must be 0 (off) or at least 1 (--heavy-member-ratio)")
         if self.late_cost_model not in LATE_COST_MODELS:
             raise ValueError(f"late cost model must be one of {', '.join(LATE_COST_MODELS)}")
         if self.cluster_mode not in ("operator", "sketch"):
@@ -120,7 +111,6 @@ class TuneSettings:
                 "representative_round_cap",
                 "minor_cluster_share",
                 "phase_one_patience",
-                "heavy_member_ratio",
             )
         data = asdict(self)
         return {k: data[k] for k in keys}

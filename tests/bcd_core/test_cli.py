@@ -69,7 +69,7 @@ def test_export_from_empty_or_missing_store(tmp_path: Path) -> None:
     assert result.returncode == 2 and "not found" in result.stderr
 
 
-def test_prior_size_patience_and_heavy_member_options(tmp_path: Path) -> None:
+def test_prior_size_and_phase_one_patience_options(tmp_path: Path) -> None:
     from bcd_core.cli import build_parser, settings_from_args
     from bcd_core.tuning.settings import TuneSettings
 
@@ -81,11 +81,6 @@ def test_prior_size_patience_and_heavy_member_options(tmp_path: Path) -> None:
     assert settings_from_args(default).phase_one_patience == TuneSettings().phase_one_patience
     result = bcd("tune", str(SAMPLE_MODEL), "--phase-one-patience", "-1", "--db", str(tmp_path / "y.db"))
     assert result.returncode == 2 and "--phase-one-patience" in result.stderr
-    split = build_parser().parse_args(["bench", str(SAMPLE_MODEL), "--heavy-member-ratio", "0"])
-    assert settings_from_args(split).heavy_member_ratio == 0
-    assert settings_from_args(default).heavy_member_ratio == TuneSettings().heavy_member_ratio > 1
-    result = bcd("tune", str(SAMPLE_MODEL), "--heavy-member-ratio", "0.5", "--db", str(tmp_path / "z.db"))
-    assert result.returncode == 2 and "--heavy-member-ratio" in result.stderr
     result = bcd("tune", str(SAMPLE_MODEL), "--prior-top-k", "0", "--db", str(tmp_path / "x.db"))
     assert result.returncode == 2 and "--prior-top-k" in result.stderr
     assert not (tmp_path / "x.db").exists()
