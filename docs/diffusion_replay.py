@@ -10,6 +10,10 @@ then the geometric mean of those ratios per variant, and how many members each v
 within 1.5x of the run's final best. The `ranked-*` variants let a cost model, trained on
 every trial the run had measured before the cluster's first diffusion, pick the half batch
 from a wider pool (experiments: the tuner does not have them; docs/benchmarks.md).
+`--prior-task TASK` adds a variant that diffuses from another task of the cluster (every
+program the run measured for it, or its first K rounds with `--prior-rounds K`), as if it had
+been the representative; `--prior-rounds K` alone adds one that diffuses from the
+representative's first K rounds only.
 
     python docs/diffusion_replay.py ../shared/models/squeezenet1_1.onnx docs/bench/squeezenet-32j/bcd.db
 

@@ -9,7 +9,39 @@ bcd_only() {  # model, out folder, baseline store, extra bcd options
     mkdir -p "$2" && cp "$3" "$2/metaschedule.db"
     bcd bench "../shared/models/$1.onnx" --trials-per-task 32 --trials-per-round 16 --out "$2" "${@:4}"
 }
-# Seventh session of 2026-11-23 (docs/benchmarks.md, first section): ranked diffusion replayed
+# Eighth session of 2026-11-23 (docs/benchmarks.md, first section): replays of other priors,
+# pair v at commit 9c73cc6 (a 10x-heavier member tuned alone; reverted), cost-model probes, w main.
+squeeze=../shared/models/squeezenet1_1.onnx
+replays=docs/bench/diffusion-replay
+for run in t n u; do
+    python docs/diffusion_replay.py $squeeze "docs/bench/squeezenet-32$run/bcd.db" --variants "top-8 spread" \
+        --prior-task fused_conv2d17_add9_relu9 --json "$replays/prior-conv2d17-squeezenet-32$run.json"
+    python docs/diffusion_replay.py $squeeze "docs/bench/squeezenet-32$run/bcd.db" --variants "top-8 spread" \
+        --prior-task fused_conv2d17_add9_relu9 --prior-rounds 2 --json "$replays/prior-conv2d17-2rounds-squeezenet-32$run.json" \
+        --only fused_conv2d16_add7_relu7 fused_conv2d14_add8_relu8 fused_conv2d13_add7_relu7 fused_conv2d12_add5_relu5 \
+        fused_conv2d9_add5_relu5 fused_conv2d10_add6_relu6
+done
+for rounds in 2 4; do
+    python docs/diffusion_replay.py $squeeze docs/bench/squeezenet-32t/bcd.db --variants "top-8 spread" \
+        --prior-rounds $rounds --json "$replays/rep-${rounds}rounds-squeezenet-32t.json"
+done
+for run in t n u p; do
+    python docs/diffusion_replay.py $squeeze "docs/bench/squeezenet-32$run/bcd.db" --variants "top-8 spread" \
+        --prior-task fused_conv2d15_add8_relu8 --prior-rounds 2 --only fused_conv2d11_add6_relu6 fused_conv2d3_add2_relu2 \
+        --json "$replays/prior-conv2d15-2rounds-squeezenet-32$run.json"
+    python docs/diffusion_replay.py $squeeze "docs/bench/squeezenet-32$run/bcd.db" --variants "top-8 spread" \
+        --prior-task fused_conv2d15_add8_relu8 --prior-rounds 1 --only fused_conv2d11_add6_relu6 \
+        --json "$replays/prior-conv2d15-1round-squeezenet-32$run.json"
+done
+bcd bench $squeeze --trials-per-task 32 --trials-per-round 16 --out docs/bench/squeezenet-32v  # commit 9c73cc6
+for run in t u n p v; do
+    python docs/model_probe.py $squeeze "docs/bench/squeezenet-32$run" fused_conv2d17_add9_relu9 \
+        fused_conv2d15_add8_relu8 fused_conv2d3_add2_relu2 --json "docs/bench/model-probe/squeezenet-32$run.json"
+done
+bcd bench $squeeze --trials-per-task 32 --trials-per-round 16 --out docs/bench/squeezenet-32w  # main (control)
+python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{n,o,p,q,r,s,t,u,v,w}/squeezenet1_1-bench.json \
+    --bcd docs/bench/squeezenet-32{n,p,t,u,w}/squeezenet1_1-bench.json
+# Seventh session of 2026-11-23 (docs/benchmarks.md, second section): ranked diffusion replayed
 # offline; r and s at commit a6f3717 (phase 3 counts stalls from its own start; reverted), t and u main.
 for run in n p; do
     python docs/diffusion_replay.py ../shared/models/squeezenet1_1.onnx "docs/bench/squeezenet-32$run/bcd.db" \
