@@ -39,6 +39,7 @@ for run in t u n p v; do
         fused_conv2d15_add8_relu8 fused_conv2d3_add2_relu2 --json "docs/bench/model-probe/squeezenet-32$run.json"
 done
 bcd bench $squeeze --trials-per-task 32 --trials-per-round 16 --out docs/bench/squeezenet-32w  # main (control)
+bcd bench ../shared/models/resnet18.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/resnet18-32f  # main
 python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{n,o,p,q,r,s,t,u,v,w}/squeezenet1_1-bench.json \
     --bcd docs/bench/squeezenet-32{n,p,t,u,w}/squeezenet1_1-bench.json
 # Seventh session of 2026-11-23 (docs/benchmarks.md, second section): ranked diffusion replayed
