@@ -94,9 +94,9 @@ def _recall(predicted: np.ndarray, latencies: np.ndarray) -> float:
     return len(truly_best & set(np.argsort(-predicted)[:ROUND])) / BEST
 
 
-def probe(model: Path, bench: Path, probed: str) -> dict[str, Any]:
+def probe(mods: dict[str, Any], bench: Path, probed: str) -> dict[str, Any]:
+    """`mods`: the model's task modules by name (`task_modules`)."""
     target, batches = training_batches(bench, probed)
-    mods = {task.name: task.mod for task in prepare_model(model, target).tasks}
     shared = SharedXGBModel(num_threads=host_core_count(), seed=0)
     stock = ms.cost_model.XGBModel(
         num_warmup_samples=STOCK_WARMUP_SAMPLES, num_tuning_cores=host_core_count(), tree_method="auto"
@@ -119,6 +119,13 @@ def probe(model: Path, bench: Path, probed: str) -> dict[str, Any]:
     }
 
 
+def task_modules(model: Path, bench: Path) -> dict[str, Any]:
+    """The model's task modules by name, extracted once for the BCD run's target."""
+    store = RecordStore(bench / "bcd.db")
+    target = Target(json.loads(newest_session(store, "bcd")["target"]))
+    return {task.name: task.mod for task in prepare_model(model, target).tasks}
+
+
 def _random_baseline(latencies: np.ndarray, draws: int = 200) -> dict[str, float]:
     """What a random ranking scores on average (the recall and best-of-16 to expect by chance)."""
     rng = np.random.default_rng(0)
@@ -134,8 +141,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     figures = []
+    mods = task_modules(args.model, args.bench)
     for task in args.tasks:
-        result = probe(args.model, args.bench, task)
+        result = probe(mods, args.bench, task)
         figures.append(result)
         print(f"{task} ({result['training_samples']} training samples, {result['probe_candidates']} candidates)")
         for name in ("random", "bcd shared model", "metaschedule XGBModel"):
