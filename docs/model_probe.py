@@ -29,7 +29,7 @@ from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
 
 from bcd_core.cost_model.metrics import pairwise_accuracy, spearman
-from bcd_core.cost_model.phased import STOCK_WARMUP_SAMPLES, _runner_result
+from bcd_core.cost_model.phased import STOCK_WARMUP_SAMPLES, stored_runner_result
 from bcd_core.cost_model.xgb import SharedXGBModel
 from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.store import RecordStore
@@ -104,7 +104,7 @@ def probe(mods: dict[str, Any], bench: Path, probed: str) -> dict[str, Any]:
     for name, candidates, latencies in batches:
         context = ms.TuneContext(mod=mods[name], target=target, task_name=name)
         shared.pretrain(context, candidates, latencies)
-        stock.update(context, candidates, [_runner_result(lat) for lat in latencies])
+        stock.update(context, candidates, [stored_runner_result(lat) for lat in latencies])
     shared.train_full()
     candidates, latencies = probe_set(bench, probed)
     context = ms.TuneContext(mod=mods[probed], target=target, task_name=probed)

@@ -66,13 +66,14 @@ class PhasedCostModel(ms.cost_model.PyCostModel):
     def pretrain(self, context: ms.TuneContext, candidates: list, latencies: list[float | None]) -> None:
         """Stored measurements (a resumed session); call train_full() after every task's."""
         self.shared.pretrain(context, candidates, latencies)
-        self.stock.update(context, candidates, [_runner_result(latency) for latency in latencies])
+        self.stock.update(context, candidates, [stored_runner_result(latency) for latency in latencies])
 
     def train_full(self) -> None:
         self.shared.train_full()
 
 
-def _runner_result(latency_s: float | None) -> ms.runner.RunnerResult:
+def stored_runner_result(latency_s: float | None) -> ms.runner.RunnerResult:
+    """A stored measurement as MetaSchedule's runner reported it (None: it failed)."""
     if latency_s is None:
         return ms.runner.RunnerResult(run_secs=None, error_msg="failed when it was measured")
     return ms.runner.RunnerResult(run_secs=[latency_s], error_msg=None)

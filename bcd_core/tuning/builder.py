@@ -30,7 +30,7 @@ def build_candidate(mod: tvm.IRModule, target: Target, _params: object = None) -
 
         load_tensor_intrinsics(target)
     mod = RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod)
-    return tvm.driver.build(mod, target=target)
+    return tvm.tirx.build(mod, target=target)
 
 
 def _build_in_worker(args: tuple) -> str:

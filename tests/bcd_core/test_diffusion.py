@@ -89,7 +89,7 @@ def context_for(task, target) -> ms.TuneContext:
 
 
 def run_prim_func(mod: tvm.IRModule, target, arrays: list[np.ndarray]) -> np.ndarray:
-    built = tvm.driver.build(mod, target=target)
+    built = tvm.tirx.build(mod, target=target)
     tensors = [tvm.runtime.tensor(a) for a in arrays]
     built(*tensors)
     return tensors[-1].numpy()
