@@ -9,6 +9,21 @@ bcd_only() {  # model, out folder, baseline store, extra bcd options
     mkdir -p "$2" && cp "$3" "$2/metaschedule.db"
     bcd bench "../shared/models/$1.onnx" --trials-per-task 32 --trials-per-round 16 --out "$2" "${@:4}"
 }
+# Ninth session of 2026-11-24 (docs/benchmarks.md, first section): six fresh BERT-mini pairs of
+# main (code 86d28a0), their cross pairs, and one stage profile of each strategy.
+for run in c d e f g h; do
+    bcd bench ../shared/models/bert_mini_l4_h256.onnx --trials-per-task 32 --trials-per-round 16 \
+        --out "docs/bench/bert_mini-32$run"
+done
+python docs/cross_pairs.py --baseline docs/bench/bert_mini-32{c,d,e,f,g,h}/bert_mini_l4_h256-bench.json \
+    --bcd docs/bench/bert_mini-32{c,d,e,f,g,h}/bert_mini_l4_h256-bench.json --plot docs/bench/bert_mini-pairs.png
+rm -f /tmp/profile-bcd.db /tmp/profile-ms.db
+python docs/stage_profile.py ../shared/models/bert_mini_l4_h256.onnx --strategy bcd --db /tmp/profile-bcd.db
+python docs/stage_profile.py ../shared/models/bert_mini_l4_h256.onnx --strategy metaschedule --db /tmp/profile-ms.db
+for run in c d e f g h; do  # the GELU matmul diffused from its 2-task neighbour's first 2 rounds
+    python docs/cross_task_diffusion.py ../shared/models/bert_mini_l4_h256.onnx "docs/bench/bert_mini-32$run/bcd.db" \
+        fused_matmul4_add2_add1 fused_matmul3_add3_divide_erf_add4_multiply1_multiply2 --by-decisions --source-rounds 2
+done
 # Eighth session of 2026-11-23 (docs/benchmarks.md, first section): replays of other priors,
 # pair v at commit 9c73cc6 (a 10x-heavier member tuned alone; reverted), cost-model probes, w main.
 squeeze=../shared/models/squeezenet1_1.onnx
