@@ -19,6 +19,7 @@ from pathlib import Path
 
 from diffusion_replay import Timer, newest_bcd_session, task_pool
 from tvm.s_tir import meta_schedule as ms
+from tvm.s_tir.schedule import Schedule, Trace
 from tvm.target import Target
 
 from bcd_core import diffusion
@@ -32,7 +33,7 @@ from bcd_core.tuning.settings import TuneSettings
 PRIOR_TOP_K = 8
 
 
-def decision_skeleton(trace: object) -> list[tuple]:
+def decision_skeleton(trace: Trace) -> list[tuple[str, int | None]]:
     """The sampling instructions' kinds, with each tiling's number of factors."""
     simplified = trace.simplified(remove_postproc=True)
     return [
@@ -42,7 +43,7 @@ def decision_skeleton(trace: object) -> list[tuple]:
     ]
 
 
-def match_by_decisions(prior: object, sketches: list) -> int | None:
+def match_by_decisions(prior: Trace, sketches: list[Schedule]) -> int | None:
     wanted = decision_skeleton(prior)
     return next((i for i, sketch in enumerate(sketches) if decision_skeleton(sketch.trace) == wanted), None)
 

@@ -25,15 +25,15 @@ def main() -> None:
     parser.add_argument("model", type=Path)
     parser.add_argument("--strategy", choices=["bcd", "metaschedule"], default="bcd")
     parser.add_argument("--db", type=Path, required=True, help="a new store (it must not exist)")
-    parser.add_argument("--trials-per-task", default="32")
-    parser.add_argument("--trials-per-round", default="16")
+    parser.add_argument("--trials-per-task", type=int, default=32)
+    parser.add_argument("--trials-per-round", type=int, default=16)
     parser.add_argument("--cores", type=int, default=2)
     args = parser.parse_args()
     if args.db.exists():
         parser.error(f"{args.db} exists: profile a fresh tune, not a resumed one")
     tune_args = cli.build_parser().parse_args(
         ["tune", str(args.model), "--strategy", args.strategy, "--db", str(args.db)]
-        + ["--trials-per-task", args.trials_per_task, "--trials-per-round", args.trials_per_round]
+        + ["--trials-per-task", str(args.trials_per_task), "--trials-per-round", str(args.trials_per_round)]
     )
     started = time.perf_counter()
     with ms.Profiler() as profiler:
