@@ -17,7 +17,7 @@ from bcd_core import __version__
 from bcd_core.errors import BcdError
 from bcd_core.formatting import format_duration, format_flops, format_latency
 from bcd_core.tuning.control import TuningControl
-from bcd_core.tuning.settings import LATE_COST_MODELS, TuneSettings
+from bcd_core.tuning.settings import CLUSTER_MODES, LATE_COST_MODELS, TuneSettings
 
 TUNE_DEFAULTS = TuneSettings()
 
@@ -378,7 +378,13 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
 def _add_budget_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trials-per-task", type=int, default=32, help="budget = this x number of tasks")
     parser.add_argument("--trials-per-round", type=int, default=16, help="candidates measured per batch")
-    parser.add_argument("--cluster-mode", default="sketch", choices=["sketch", "operator"])
+    parser.add_argument(
+        "--cluster-mode",
+        default="sketch",
+        choices=CLUSTER_MODES,
+        help="how tasks are grouped: by sketch (default), by sketch ignoring inlined element-wise "
+        "epilogues (loose-sketch), or by operator chain",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--prior-top-k",

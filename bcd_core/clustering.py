@@ -16,6 +16,7 @@ import numpy as np
 class ClusterMode(StrEnum):
     OPERATOR = "operator"
     SKETCH = "sketch"
+    LOOSE_SKETCH = "loose-sketch"  # sketch, ignoring inlined element-wise blocks (epilogues)
 
 
 class TaskLike(Protocol):
@@ -25,6 +26,7 @@ class TaskLike(Protocol):
     shapes: list[list[int]]
     operator_key: str
     sketch_key: str
+    loose_sketch_key: str
 
 
 @dataclass
@@ -44,7 +46,12 @@ class Cluster:
 
 
 def cluster_key(task: TaskLike, mode: ClusterMode | str) -> str:
-    return task.operator_key if ClusterMode(mode) is ClusterMode.OPERATOR else task.sketch_key
+    mode = ClusterMode(mode)
+    if mode is ClusterMode.OPERATOR:
+        return task.operator_key
+    if mode is ClusterMode.LOOSE_SKETCH:
+        return task.loose_sketch_key or task.sketch_key
+    return task.sketch_key
 
 
 def shape_vectors(shape_lists: Sequence[Sequence[Sequence[int]]]) -> np.ndarray:

@@ -19,7 +19,7 @@ import tvm_ffi
 from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.schedule import Trace
 
-from bcd_core.tasks import normalize_sketch
+from bcd_core.tasks import normalize_sketch, without_inlining
 
 SAMPLING_KINDS = ("SamplePerfectTile", "SampleCategorical", "SampleComputeLocation")
 TILE_MODES = ("copy", "keep", "scale", "random")
@@ -93,12 +93,16 @@ def structure_of(trace: Trace) -> str:
 
 
 def matching_sketch(prior: Trace, sketches: Sequence[tvm.s_tir.Schedule]) -> int | None:
-    """Index of the member sketch whose structure equals the prior program's sketch."""
+    """Index of the member sketch whose structure equals the prior program's sketch; failing
+    that, of the first whose structure does without inlinings (a member with another
+    epilogue, clustered with --cluster-mode loose-sketch): replay pairs decisions by the
+    order of sampling instructions, which inlinings do not change."""
     wanted = structure_of(prior)
-    for index, sketch in enumerate(sketches):
-        if structure_of(sketch.trace) == wanted:
-            return index
-    return None
+    structures = [structure_of(sketch.trace) for sketch in sketches]
+    if wanted in structures:
+        return structures.index(wanted)
+    loose = without_inlining(wanted)
+    return next((i for i, structure in enumerate(structures) if without_inlining(structure) == loose), None)
 
 
 def sampling_decisions(trace: Trace) -> list[tuple[str, Any, list[Any]]]:

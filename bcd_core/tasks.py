@@ -36,6 +36,7 @@ class Task:
     num_sketches: int
     mod: tvm.IRModule = field(repr=False)
     target: Target = field(repr=False)
+    loose_sketch_key: str = ""  # sketch_key ignoring inlined blocks; "" = not computed
 
     @property
     def weighted_flops(self) -> float:
@@ -58,6 +59,16 @@ def normalize_sketch(python_trace: str) -> str:
     return _DIGITS.sub("N", text)
 
 
+_INLINING = re.compile(r"^(bN = sch\.get_sblock\(.*\)|sch\.(reverse_)?compute_inline\(.*\))$")
+
+
+def without_inlining(structure: str) -> str:
+    """A normalized structure without its block look-ups and inlinings: two tasks that differ
+    only in the element-wise blocks inlined into them (an epilogue such as a GELU) then have
+    the same structure, with the same sampling instructions in the same order."""
+    return "\n".join(line for line in structure.splitlines() if not _INLINING.match(line))
+
+
 def design_space(mod: tvm.IRModule, target: Target) -> list[tvm.s_tir.Schedule]:
     load_tensor_intrinsics(target)
     context = ms.TuneContext(
@@ -74,13 +85,15 @@ def sketch_signature(sketch: tvm.s_tir.Schedule) -> str:
     return normalize_sketch("\n".join(sketch.trace.as_python(remove_postproc=True)))
 
 
-def sketch_key_of(sketches: list[tvm.s_tir.Schedule]) -> str:
-    """Hash of the normalized structure of every sketch, in design-space order."""
+def sketch_key_of(sketches: list[tvm.s_tir.Schedule], loose: bool = False) -> str:
+    """Hash of the normalized structure of every sketch, in design-space order; `loose`:
+    without inlinings (see without_inlining)."""
     digest = hashlib.sha1()
     for sketch in sketches:
-        digest.update(sketch_signature(sketch).encode())
+        signature = sketch_signature(sketch)
+        digest.update((without_inlining(signature) if loose else signature).encode())
         digest.update(b"\x00")
-    return "sk-" + digest.hexdigest()[:10]
+    return ("lsk-" if loose else "sk-") + digest.hexdigest()[:10]
 
 
 def _static_shapes(task_name: str, mod: tvm.IRModule) -> tuple[list[list[int]], list[str]]:
@@ -123,6 +136,7 @@ def extract_tasks(raw_mod: tvm.IRModule, target: Target) -> list[Task]:
                 num_sketches=len(sketches),
                 mod=mod,
                 target=ext.target,
+                loose_sketch_key=sketch_key_of(sketches, loose=True),
             )
         )
     return tasks

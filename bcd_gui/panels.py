@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 from bcd_core.formatting import format_duration, format_flops, format_latency
 from bcd_core.model_import import parse_input_shapes
 from bcd_core.session_view import Provenance, SessionSnapshot
-from bcd_core.tuning.settings import RUNNERS, STRATEGIES, TuneSettings
+from bcd_core.tuning.settings import CLUSTER_MODES, RUNNERS, STRATEGIES, TuneSettings
 
 DEFAULTS = TuneSettings()
 
@@ -43,7 +43,7 @@ class SettingsPanel(QWidget):
         self.strategy.addItems(list(reversed(STRATEGIES)))  # bcd first: the default
         self.strategy.setCurrentText(DEFAULTS.strategy)
         self.cluster_mode = QComboBox()
-        self.cluster_mode.addItems(["sketch", "operator"])
+        self.cluster_mode.addItems(list(CLUSTER_MODES))
         self.cluster_mode.setCurrentText(DEFAULTS.cluster_mode)
         self.trials_per_task = QSpinBox()
         self.trials_per_task.setRange(1, 100_000)

@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 STRATEGIES = ("metaschedule", "bcd")
+# sketch first: the default. Values of clustering.ClusterMode.
+CLUSTER_MODES = ("sketch", "loose-sketch", "operator")
 LATE_COST_MODELS = ("metaschedule", "shared")
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
 CPU_BUILDER_TIMEOUT_S = 10.0
@@ -73,8 +75,8 @@ class TuneSettings:
             raise ValueError("phase-1 patience must be 0 (off) or a number of rounds (--phase-one-patience)")
         if self.late_cost_model not in LATE_COST_MODELS:
             raise ValueError(f"late cost model must be one of {', '.join(LATE_COST_MODELS)}")
-        if self.cluster_mode not in ("operator", "sketch"):
-            raise ValueError("cluster mode must be 'operator' or 'sketch'")
+        if self.cluster_mode not in CLUSTER_MODES:
+            raise ValueError(f"cluster mode must be one of {', '.join(CLUSTER_MODES)}")
         if self.builder_timeout_s is not None and self.builder_timeout_s <= 0:
             raise ValueError("the builder timeout must be a positive number of seconds")
         if self.runner not in RUNNERS:

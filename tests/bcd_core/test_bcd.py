@@ -302,3 +302,23 @@ def test_phase_three_ranks_with_metaschedules_model_once_it_has_learnt(
     )
     shared_only = run_session(conv_cluster_model, tmp_path / "shared.db", host, SETTINGS)
     assert type(shared_only.cost_model._inst).__name__ == "SharedXGBModel"
+
+
+def test_loose_sketch_clusters_diffuse_across_epilogues(tmp_path: Path, tiny_mlp: Path, host) -> None:
+    # fused_matmul1_add1_relu1 and fused_matmul2_add2 differ only by the inlined ReLU.
+    settings = replace(
+        SETTINGS, cluster_mode="loose-sketch", trials_per_task=4, trials_per_round=2, representative_round_cap=1
+    )
+    db = tmp_path / "loose.db"
+    run = run_session(tiny_mlp, db, host, settings)
+    store = RecordStore(db)
+    rows = {row["name"]: row for row in store.tasks(run.session_id)}
+    pair = [rows["fused_matmul1_add1_relu1"], rows["fused_matmul2_add2"]]
+    assert pair[0]["cluster_key"] == pair[1]["cluster_key"] and pair[0]["sketch_key"] != pair[1]["sketch_key"]
+    rep, member = sorted(pair, key=lambda row: -row["is_representative"])
+    assert rep["is_representative"] == 1 and member["is_representative"] == 0
+    assert not member["fallback"]
+    diffused = [t for t in store.trials(run.session_id, task_id=member["id"]) if t["origin"] == "diffused"]
+    rep_trial_ids = {t["id"] for t in store.trials(run.session_id, task_id=rep["id"])}
+    assert diffused and {t["source_trial_id"] for t in diffused} <= rep_trial_ids
+    assert member["diffused_best_s"] is not None

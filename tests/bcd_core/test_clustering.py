@@ -20,6 +20,7 @@ class FakeTask:
     weight: int = 1
     operator_key: str = "conv2d_add_relu"
     sketch_key: str = "sk-a"
+    loose_sketch_key: str = ""
     extra: dict = field(default_factory=dict)
 
 
@@ -62,6 +63,17 @@ def test_modes_group_by_their_key() -> None:
     by_sketch = cluster_tasks(tasks, "sketch")
     assert sorted(sorted(c.members) for c in by_operator) == [[0, 1], [2]]
     assert sorted(sorted(c.members) for c in by_sketch) == [[0, 2], [1]]
+
+
+def test_loose_sketch_mode_groups_by_the_loose_key() -> None:
+    tasks = [
+        FakeTask(0, [[1, 8]], sketch_key="s-relu", loose_sketch_key="l1"),
+        FakeTask(1, [[1, 16]], sketch_key="s-plain", loose_sketch_key="l1"),
+        FakeTask(2, [[1, 32]], sketch_key="s-plain", loose_sketch_key="l2"),
+        FakeTask(3, [[1, 64]], sketch_key="s-other"),  # no loose key: its sketch key stands in
+    ]
+    assert sorted(sorted(c.members) for c in cluster_tasks(tasks, "loose-sketch")) == [[0, 1], [2], [3]]
+    assert sorted(sorted(c.members) for c in cluster_tasks(tasks, "sketch")) == [[0], [1, 2], [3]]
 
 
 def test_priority_is_descending_weighted_flops() -> None:

@@ -18,6 +18,7 @@ from bcd_core.diffusion import (
     nearest_divisor,
     postprocess,
     random_tile,
+    structure_of,
 )
 from bcd_core.model_import import import_model
 from bcd_core.tasks import design_space, extract_tasks
@@ -105,15 +106,37 @@ def test_diffused_programs_are_valid_and_correct(conv_tasks, host) -> None:
     assert result.matched_sketch is not None
     assert len(result.programs) >= 3
     assert {p.source_trial_id for p in result.programs} <= {i for i, _ in priors}
+    assert_compute_like(member, result.programs, host)
+
+
+def assert_compute_like(member, programs, host) -> None:
+    """Each program is scheduled and computes what the unscheduled member computes."""
     rng = np.random.default_rng(0)
     args = ms.arg_info.ArgInfo.from_prim_func(member.mod["main"])
     arrays = [rng.standard_normal([int(d) for d in a.shape]).astype(a.dtype) for a in args]
     arrays[-1] = np.zeros_like(arrays[-1])
     expected = run_prim_func(member.mod, host, arrays)
-    for program in result.programs:
+    for program in programs:
         assert program.schedule.mod.script() != member.mod.script(), "the program must be scheduled"
         got = run_prim_func(program.schedule.mod, host, arrays)
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_a_member_with_another_epilogue_takes_the_decisions(tiny_mlp: Path, host) -> None:
+    # The ReLU is one more inlined block: the sketches differ, their sampling steps do not.
+    tasks = {t.name: t for t in extract_tasks(import_model(tiny_mlp).relax_mod, host)}
+    with_relu, plain = tasks["fused_matmul1_add1_relu1"], tasks["fused_matmul2_add2"]
+    assert with_relu.sketch_key != plain.sketch_key
+    assert with_relu.loose_sketch_key == plain.loose_sketch_key
+    priors = [(i, sketch.trace) for i, sketch in enumerate(context_for(with_relu, host).generate_design_space())]
+    context = context_for(plain, host)
+    sketches = list(context.generate_design_space())
+    plain_structures = {structure_of(sketch.trace) for sketch in sketches}
+    assert all(structure_of(prior) not in plain_structures for _, prior in priors)
+    result = diffuse(context, sketches, priors, count=4, seed=2)
+    assert result.matched_sketch is not None
+    assert len(result.programs) >= 2
+    assert_compute_like(plain, result.programs, host)
 
 
 def test_diffusion_is_seeded(conv_tasks, host) -> None:
