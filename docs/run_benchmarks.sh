@@ -24,6 +24,14 @@ for run in c d e f g h; do  # the GELU matmul diffused from its 2-task neighbour
     python docs/cross_task_diffusion.py ../shared/models/bert_mini_l4_h256.onnx "docs/bench/bert_mini-32$run/bcd.db" \
         fused_matmul4_add2_add1 fused_matmul3_add3_divide_erf_add4_multiply1_multiply2 --by-decisions --source-rounds 2
 done
+for run in i j k; do  # commit baced11: the new opt-in clustering
+    bcd bench ../shared/models/bert_mini_l4_h256.onnx --trials-per-task 32 --trials-per-round 16 \
+        --cluster-mode loose-sketch --out "docs/bench/bert_mini-32$run"
+done
+python docs/cross_pairs.py --baseline docs/bench/bert_mini-32{c,d,e,f,g,h,i,j,k}/bert_mini_l4_h256-bench.json \
+    --bcd docs/bench/bert_mini-32{i,j,k}/bert_mini_l4_h256-bench.json --plot docs/bench/bert_mini-loose-pairs.png
+python docs/cross_pairs.py --baseline docs/bench/bert_mini-32{c,d,e,f,g,h,i,j,k}/bert_mini_l4_h256-bench.json \
+    --bcd docs/bench/bert_mini-32{c,d,e,f,g,h}/bert_mini_l4_h256-bench.json
 # Eighth session of 2026-11-23 (docs/benchmarks.md, first section): replays of other priors,
 # pair v at commit 9c73cc6 (a 10x-heavier member tuned alone; reverted), cost-model probes, w main.
 squeeze=../shared/models/squeezenet1_1.onnx
