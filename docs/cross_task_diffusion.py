@@ -4,8 +4,9 @@ and (if any) their best latency against the destination's best in the run.
 
 `--by-decisions` matches a sketch by its sampling instructions alone (kinds, and the number of
 factors of each tiling) instead of BCD's whole-structure match, so that a task with another
-elementwise epilogue (more inlined blocks) can take the same decisions: an experiment, the
-tuner does not do it.
+elementwise epilogue (more inlined blocks) can take the same decisions: an experiment. The
+tuner's `--cluster-mode loose-sketch` matches on the whole structure without inlinings
+instead (bcd_core.tasks.without_inlining).
 
     python docs/cross_task_diffusion.py ../shared/models/bert_mini_l4_h256.onnx \\
         docs/bench/bert_mini-32f/bcd.db fused_matmul4_add2_add1 fused_matmul3_add3_divide_erf_add4_multiply1_multiply2
