@@ -19,6 +19,8 @@ _DECISION = re.compile(r",?\s*decision=[^)]*\)")
 _LV_PREFIX = re.compile(r"\blv\d+_")
 _DIGITS = re.compile(r"\d+")
 _NAME_ARG = re.compile(r'name="[^"]*"')
+# block look-ups and inlinings in a normalized structure (see without_inlining)
+_INLINING = re.compile(r"^(bN = sch\.get_sblock\(.*\)|sch\.(reverse_)?compute_inline\(.*\))$")
 
 
 @dataclass
@@ -57,9 +59,6 @@ def normalize_sketch(python_trace: str) -> str:
     text = _LV_PREFIX.sub("lv_", text)
     text = _NAME_ARG.sub('name="_"', text)
     return _DIGITS.sub("N", text)
-
-
-_INLINING = re.compile(r"^(bN = sch\.get_sblock\(.*\)|sch\.(reverse_)?compute_inline\(.*\))$")
 
 
 def without_inlining(structure: str) -> str:

@@ -36,12 +36,8 @@ PRIOR_TOP_K = 8
 
 def decision_skeleton(trace: Trace) -> list[tuple[str, int | None]]:
     """The sampling instructions' kinds, with each tiling's number of factors."""
-    simplified = trace.simplified(remove_postproc=True)
-    return [
-        (inst.kind.name, int(inst.attrs[0]) if inst.kind.name == "SamplePerfectTile" else None)
-        for inst in simplified.insts
-        if inst.kind.name in diffusion.SAMPLING_KINDS
-    ]
+    steps = diffusion.sampling_decisions(trace.simplified(remove_postproc=True))
+    return [(kind, int(attrs[0]) if kind == "SamplePerfectTile" else None) for kind, _, attrs in steps]
 
 
 def match_by_decisions(prior: Trace, sketches: list[Schedule]) -> int | None:
