@@ -92,6 +92,10 @@ class ProgressBar:
 
 
 # -- commands -----------------------------------------------------------------------------
+def _json_name(mode: str) -> str:
+    return mode.replace("-", "_")
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
     from bcd_core.clustering import cluster_of, cluster_tasks
     from bcd_core.model_import import import_model, parse_input_shapes
@@ -102,7 +106,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     target = parse_target(args.target)
     imported = import_model(args.model, parse_input_shapes(args.input_shape))
     tasks = extract_tasks(imported.relax_mod, target)
-    by_mode = {mode: cluster_tasks(tasks, mode) for mode in ("operator", "sketch")}
+    # Coarsest key first, so the table reads from operator kind down to design-space detail.
+    by_mode = {mode: cluster_tasks(tasks, mode) for mode in ("operator", "loose-sketch", "sketch")}
     elapsed = time.perf_counter() - start
     if args.json:
         payload = {
@@ -118,9 +123,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                     "shapes": t.shapes,
                     "operator_key": t.operator_key,
                     "sketch_key": t.sketch_key,
-                    **{f"{mode}_cluster": cluster_of(clusters, t.index).id for mode, clusters in by_mode.items()},
+                    "loose_sketch_key": t.loose_sketch_key,
                     **{
-                        f"{mode}_representative": cluster_of(clusters, t.index).representative == t.index
+                        f"{_json_name(mode)}_cluster": cluster_of(clusters, t.index).id
+                        for mode, clusters in by_mode.items()
+                    },
+                    **{
+                        f"{_json_name(mode)}_representative": cluster_of(clusters, t.index).representative == t.index
                         for mode, clusters in by_mode.items()
                     },
                 }
@@ -150,6 +159,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             "x".join(str(d) for d in t.shapes[-1]) if t.shapes else "",
             t.operator_key,
             cluster_cell("operator", t.index),
+            cluster_cell("loose-sketch", t.index),
             t.sketch_key,
             cluster_cell("sketch", t.index),
         ]
@@ -165,7 +175,18 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     print()
     print(
         table(
-            ["#", "task", "weight", "FLOPs", "output", "operator key", "op cluster", "sketch key", "sketch cluster"],
+            [
+                "#",
+                "task",
+                "weight",
+                "FLOPs",
+                "output",
+                "operator key",
+                "op cluster",
+                "loose cluster",
+                "sketch key",
+                "sketch cluster",
+            ],
             rows,
         )
     )

@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLE_MODEL, shared_model
 
+from bcd_core.tuning.settings import CLUSTER_MODES
+
 
 def bcd(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "bcd_core", *args], capture_output=True, text=True, timeout=timeout)
@@ -15,7 +17,8 @@ def test_inspect_table_lists_tasks_and_both_cluster_modes() -> None:
     result = bcd("inspect", str(SAMPLE_MODEL))
     assert result.returncode == 0, result.stderr
     assert "tasks   4" in result.stdout
-    assert "operator clustering" in result.stdout and "sketch clustering" in result.stdout
+    for mode in CLUSTER_MODES:
+        assert f"\n{mode} clustering: " in result.stdout
     assert "fused_matmul" in result.stdout
 
 
@@ -25,10 +28,22 @@ def test_inspect_squeezenet_json_has_27_tasks_in_both_modes() -> None:
     payload = json.loads(result.stdout)
     assert len(payload["tasks"]) == 27
     assert sum(t["weight"] for t in payload["tasks"]) == 39
-    for mode in ("operator", "sketch"):
+    for mode in CLUSTER_MODES:
         clusters = payload["clusters"][mode]
         assert sorted(m for c in clusters for m in c["members"]) == list(range(27))
     assert all(t["flops"] >= 0 for t in payload["tasks"])
+
+
+def test_inspect_json_shows_loose_sketch_clusters_across_epilogues(tiny_mlp: Path) -> None:
+    result = bcd("inspect", str(tiny_mlp), "--json")
+    assert result.returncode == 0, result.stderr
+    tasks = {t["name"]: t for t in json.loads(result.stdout)["tasks"]}
+    # The two matmuls differ only by an inlined ReLU: one loose-sketch cluster, two sketch clusters.
+    relu, plain = tasks["fused_matmul1_add1_relu1"], tasks["fused_matmul2_add2"]
+    assert relu["loose_sketch_key"] == plain["loose_sketch_key"] != ""
+    assert relu["loose_sketch_cluster"] == plain["loose_sketch_cluster"]
+    assert relu["sketch_cluster"] != plain["sketch_cluster"]
+    assert relu["loose_sketch_representative"] != plain["loose_sketch_representative"]
 
 
 @pytest.mark.parametrize(
