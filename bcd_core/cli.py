@@ -17,7 +17,7 @@ from bcd_core import __version__
 from bcd_core.errors import BcdError
 from bcd_core.formatting import format_duration, format_flops, format_latency
 from bcd_core.tuning.control import TuningControl
-from bcd_core.tuning.settings import CLUSTER_MODES, LATE_COST_MODELS, TuneSettings
+from bcd_core.tuning.settings import CLUSTER_MODES, DEFAULT_CLUSTER_MODE, LATE_COST_MODELS, TuneSettings
 
 TUNE_DEFAULTS = TuneSettings()
 
@@ -401,10 +401,10 @@ def _add_budget_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trials-per-round", type=int, default=16, help="candidates measured per batch")
     parser.add_argument(
         "--cluster-mode",
-        default="sketch",
+        default=DEFAULT_CLUSTER_MODE,
         choices=CLUSTER_MODES,
-        help="how tasks are grouped: by sketch (default), by sketch ignoring inlined element-wise "
-        "epilogues (loose-sketch), or by operator chain",
+        help="how tasks are grouped: by sketch ignoring inlined element-wise epilogues (loose-sketch, "
+        "the default), by sketch, or by operator chain",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(

@@ -9,6 +9,29 @@ bcd_only() {  # model, out folder, baseline store, extra bcd options
     mkdir -p "$2" && cp "$3" "$2/metaschedule.db"
     bcd bench "../shared/models/$1.onnx" --trials-per-task 32 --trials-per-round 16 --out "$2" "${@:4}"
 }
+# Tenth session of 2026-11-24 (docs/benchmarks.md, first section): ResNet-18 pairs with each
+# clustering, four more BERT-mini loose-sketch pairs, and a probe of the members' seeded round.
+# 32h and 32i were started as BCD-only runs on copies of the 32g and 32f baseline stores; the
+# clustering mode is part of a session's identity, so each tuned a fresh baseline (fresh pairs).
+bcd bench ../shared/models/resnet18.onnx --trials-per-task 32 --trials-per-round 16 \
+    --cluster-mode loose-sketch --out docs/bench/resnet18-32g
+bcd bench ../shared/models/resnet18.onnx --trials-per-task 32 --trials-per-round 16 \
+    --cluster-mode sketch --out docs/bench/resnet18-32h
+bcd bench ../shared/models/resnet18.onnx --trials-per-task 32 --trials-per-round 16 \
+    --cluster-mode loose-sketch --out docs/bench/resnet18-32i
+python docs/cross_pairs.py --baseline docs/bench/resnet18-32{f,g,h,i}/resnet18-bench.json \
+    --bcd docs/bench/resnet18-32{g,i}/resnet18-bench.json --plot docs/bench/resnet18-loose-pairs.png
+python docs/cross_pairs.py --baseline docs/bench/resnet18-32{f,g,h,i}/resnet18-bench.json \
+    --bcd docs/bench/resnet18-32{f,h}/resnet18-bench.json
+python docs/local_search_probe.py ../shared/models/resnet18.onnx docs/bench/resnet18-32g/bcd.db
+for run in l m n o; do
+    bcd bench ../shared/models/bert_mini_l4_h256.onnx --trials-per-task 32 --trials-per-round 16 \
+        --cluster-mode loose-sketch --out "docs/bench/bert_mini-32$run"
+done
+python docs/cross_pairs.py --baseline docs/bench/bert_mini-32{c,d,e,f,g,h,i,j,k,l,m,n,o}/bert_mini_l4_h256-bench.json \
+    --bcd docs/bench/bert_mini-32{i,j,k,l,m,n,o}/bert_mini_l4_h256-bench.json --plot docs/bench/bert_mini-loose-pairs-7.png
+python docs/cross_pairs.py --baseline docs/bench/bert_mini-32{c,d,e,f,g,h,i,j,k,l,m,n,o}/bert_mini_l4_h256-bench.json \
+    --bcd docs/bench/bert_mini-32{c,d,e,f,g,h}/bert_mini_l4_h256-bench.json
 # Ninth session of 2026-11-24 (docs/benchmarks.md, first section): six fresh BERT-mini pairs of
 # main (code 86d28a0), their cross pairs, and one stage profile of each strategy.
 for run in c d e f g h; do

@@ -41,7 +41,7 @@ from bcd_core.tasks import Task, extract_tasks
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import Listener, RoundFinished, SessionFinished, SessionMessage, SessionStarted, TuneEvent
 from bcd_core.tuning.measure import check_runner
-from bcd_core.tuning.settings import TuneSettings
+from bcd_core.tuning.settings import DEFAULT_CLUSTER_MODE, TuneSettings
 
 log = logging.getLogger("bcd.tuning")
 MAX_ERROR_CHARS = 4000
@@ -65,7 +65,7 @@ def prepare_model(
     model_path: str | Path,
     target: Target,
     input_shapes: dict[str, tuple[int, ...]] | None = None,
-    cluster_mode: str = "sketch",
+    cluster_mode: str = DEFAULT_CLUSTER_MODE,
 ) -> PreparedModel:
     start = time.perf_counter()
     imported = import_model(model_path, input_shapes)
