@@ -19,9 +19,11 @@ bcd bench ../shared/models/resnet18.onnx --trials-per-task 32 --trials-per-round
     --cluster-mode sketch --out docs/bench/resnet18-32h
 bcd bench ../shared/models/resnet18.onnx --trials-per-task 32 --trials-per-round 16 \
     --cluster-mode loose-sketch --out docs/bench/resnet18-32i
-python docs/cross_pairs.py --baseline docs/bench/resnet18-32{f,g,h,i}/resnet18-bench.json \
-    --bcd docs/bench/resnet18-32{g,i}/resnet18-bench.json --plot docs/bench/resnet18-loose-pairs.png
-python docs/cross_pairs.py --baseline docs/bench/resnet18-32{f,g,h,i}/resnet18-bench.json \
+bcd bench ../shared/models/resnet18.onnx --trials-per-task 32 --trials-per-round 16 \
+    --out docs/bench/resnet18-32j  # main with loose-sketch as the default (a3ebde0)
+python docs/cross_pairs.py --baseline docs/bench/resnet18-32{f,g,h,i,j}/resnet18-bench.json \
+    --bcd docs/bench/resnet18-32{g,i,j}/resnet18-bench.json --plot docs/bench/resnet18-loose-pairs.png
+python docs/cross_pairs.py --baseline docs/bench/resnet18-32{f,g,h,i,j}/resnet18-bench.json \
     --bcd docs/bench/resnet18-32{f,h}/resnet18-bench.json
 python docs/local_search_probe.py ../shared/models/resnet18.onnx docs/bench/resnet18-32g/bcd.db
 for run in l m n o; do
