@@ -201,13 +201,17 @@ def level_variants(context: ms.TuneContext, sketches: list, pool: list, seed: in
                     sch = diffusion.replay(context.mod, sketches[index].trace, prior, "random", rng)
                 except Exception:  # noqa: BLE001 - an invalid replay is just not a candidate
                     continue
-                if not diffusion.postprocess(sch, list(context.space_generator.postprocs)):
-                    continue
-                key = int(tvm_ffi.structural_hash(sch.mod))
-                if key not in seen:
-                    seen.add(key)
-                    programs.append(DiffusedProgram(sch, source_id, "levels"))
+                if diffusion.postprocess(sch, list(context.space_generator.postprocs)):
+                    keep_if_new(DiffusedProgram(sch, source_id, "levels"), seen, programs)
     return programs
+
+
+def keep_if_new(program: DiffusedProgram, seen: set[int], programs: list[DiffusedProgram]) -> None:
+    """Append `program` unless a program with the same module is in `seen`."""
+    key = int(tvm_ffi.structural_hash(program.schedule.mod))
+    if key not in seen:
+        seen.add(key)
+        programs.append(program)
 
 
 def ranked(model: SharedXGBModel, context: ms.TuneContext, programs: list, count: int) -> list:

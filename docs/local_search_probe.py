@@ -7,7 +7,8 @@ member of a finished BCD run, what the run had before that seeded round (the mem
 diffused programs) and times a half batch of single mutations of them instead: MetaSchedule's
 own mutators, drawn with the design space's probabilities, post-processed, distinct from
 everything the run measured for the member. Printed per member (ms per call): the best and
-mean of the diffused batch, of the run's seeded round, and of the mutants.
+mean of the diffused batch, of the run's seeded round, and of the mutants. The mutators draw
+from MetaSchedule's own random state (`Mutator.apply` takes none), so repeated runs differ.
 
     python docs/local_search_probe.py ../shared/models/resnet18.onnx docs/bench/resnet18-32g/bcd.db
 
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import tvm
 import tvm_ffi
-from diffusion_replay import Timer, distinct_best_first, newest_bcd_session
+from diffusion_replay import Timer, distinct_best_first, keep_if_new, newest_bcd_session
 from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
 
@@ -58,12 +59,8 @@ def mutants(context: ms.TuneContext, parents: list, count: int, seen: set[int], 
             mutated.apply_to_schedule(sch, remove_postproc=True)
         except Exception:  # noqa: BLE001 - an invalid mutation is just not a candidate
             continue
-        if not diffusion.postprocess(sch, postprocs):
-            continue
-        key = int(tvm_ffi.structural_hash(sch.mod))
-        if key not in seen:
-            seen.add(key)
-            found.append(DiffusedProgram(sch, source_id, "mutant"))
+        if diffusion.postprocess(sch, postprocs):
+            keep_if_new(DiffusedProgram(sch, source_id, "mutant"), seen, found)
     return found
 
 

@@ -46,11 +46,16 @@ def test_a_task_whose_candidates_all_time_out_is_skipped_with_the_reason(
     assert any("timeout" in t["error"].lower() for t in trials)
     tasks = store.tasks(run.session_id)
     assert all(task["status"] == "skipped" for task in tasks)
-    # Given up after ROUNDS_BEFORE_GIVING_UP rounds each, not after the whole budget.
-    assert len(trials) == ROUNDS_BEFORE_GIVING_UP * settings.batch_size * len(tasks) < 6 * len(tasks)
-    reasons = [e["message"] for e in store.events(run.session_id) if "candidates failed" in e["message"]]
-    assert len(reasons) == len(tasks)
-    assert all("skipped, all 4 candidates failed (run: " in reason for reason in reasons)
+    # Given up after ROUNDS_BEFORE_GIVING_UP rounds each, not after the whole budget (a BCD
+    # member's rounds are half batches, so the trial counts differ between tasks).
+    rounds = {task["id"]: {t["round"] for t in trials if t["task_id"] == task["id"]} for task in tasks}
+    assert all(len(task_rounds) == ROUNDS_BEFORE_GIVING_UP for task_rounds in rounds.values())
+    assert len(trials) < settings.trials_per_task * len(tasks)
+    reasons = {e["task_id"]: e["message"] for e in store.events(run.session_id) if "candidates failed" in e["message"]}
+    assert set(reasons) == {task["id"] for task in tasks}
+    for task in tasks:
+        failed = sum(1 for t in trials if t["task_id"] == task["id"])
+        assert f"skipped, all {failed} candidates failed (run: " in reasons[task["id"]]
 
 
 def is_popen_worker(process: psutil.Process) -> bool:
