@@ -13,7 +13,7 @@ def bcd(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "bcd_core", *args], capture_output=True, text=True, timeout=timeout)
 
 
-def test_inspect_table_lists_tasks_and_both_cluster_modes() -> None:
+def test_inspect_table_lists_tasks_and_every_cluster_mode() -> None:
     result = bcd("inspect", str(SAMPLE_MODEL))
     assert result.returncode == 0, result.stderr
     assert "tasks   4" in result.stdout
@@ -22,7 +22,7 @@ def test_inspect_table_lists_tasks_and_both_cluster_modes() -> None:
     assert "fused_matmul" in result.stdout
 
 
-def test_inspect_squeezenet_json_has_27_tasks_in_both_modes() -> None:
+def test_inspect_squeezenet_json_has_27_tasks_in_every_mode() -> None:
     result = bcd("inspect", str(shared_model("squeezenet1_1.onnx")), "--json")
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
