@@ -84,12 +84,11 @@ def sketch_signature(sketch: tvm.s_tir.Schedule) -> str:
     return normalize_sketch("\n".join(sketch.trace.as_python(remove_postproc=True)))
 
 
-def sketch_key_of(sketches: list[tvm.s_tir.Schedule], loose: bool = False) -> str:
-    """Hash of the normalized structure of every sketch, in design-space order; `loose`:
-    without inlinings (see without_inlining)."""
+def sketch_key_of(signatures: list[str], loose: bool = False) -> str:
+    """Hash of every sketch's normalized structure (`sketch_signature`), in design-space
+    order; `loose`: without inlinings (see without_inlining)."""
     digest = hashlib.sha1()
-    for sketch in sketches:
-        signature = sketch_signature(sketch)
+    for signature in signatures:
         digest.update((without_inlining(signature) if loose else signature).encode())
         digest.update(b"\x00")
     return ("lsk-" if loose else "sk-") + digest.hexdigest()[:10]
@@ -122,6 +121,7 @@ def extract_tasks(raw_mod: tvm.IRModule, target: Target) -> list[Task]:
         mod = ext.dispatched[0]
         shapes, dtypes = _static_shapes(ext.task_name, mod)
         sketches = design_space(mod, target)
+        signatures = [sketch_signature(sketch) for sketch in sketches]  # once for both keys
         tasks.append(
             Task(
                 index=index,
@@ -131,11 +131,11 @@ def extract_tasks(raw_mod: tvm.IRModule, target: Target) -> list[Task]:
                 shapes=shapes,
                 dtypes=dtypes,
                 operator_key=operator_key(ext.task_name),
-                sketch_key=sketch_key_of(sketches),
+                sketch_key=sketch_key_of(signatures),
                 num_sketches=len(sketches),
                 mod=mod,
                 target=ext.target,
-                loose_sketch_key=sketch_key_of(sketches, loose=True),
+                loose_sketch_key=sketch_key_of(signatures, loose=True),
             )
         )
     return tasks
