@@ -17,7 +17,13 @@ from bcd_core import __version__
 from bcd_core.errors import BcdError
 from bcd_core.formatting import format_duration, format_flops, format_latency
 from bcd_core.tuning.control import TuningControl
-from bcd_core.tuning.settings import CLUSTER_MODES, DEFAULT_CLUSTER_MODE, LATE_COST_MODELS, TuneSettings
+from bcd_core.tuning.settings import (
+    CLUSTER_MODES,
+    DEFAULT_CLUSTER_MODE,
+    LATE_COST_MODELS,
+    REPRESENTATIVE_RULES,
+    TuneSettings,
+)
 
 TUNE_DEFAULTS = TuneSettings()
 
@@ -107,12 +113,14 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     imported = import_model(args.model, parse_input_shapes(args.input_shape))
     tasks = extract_tasks(imported.relax_mod, target)
     # Coarsest key first, so the table reads from operator kind down to design-space detail.
-    by_mode = {mode: cluster_tasks(tasks, mode) for mode in ("operator", "loose-sketch", "sketch")}
+    rule = args.representative_rule
+    by_mode = {mode: cluster_tasks(tasks, mode, rule=rule) for mode in ("operator", "loose-sketch", "sketch")}
     elapsed = time.perf_counter() - start
     if args.json:
         payload = {
             "model": str(args.model),
             "target": json.loads(str(target)),
+            "representative_rule": rule,
             "inputs": [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype} for s in imported.inputs],
             "tasks": [
                 {
@@ -223,6 +231,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
             builder_timeout_s=args.builder_timeout,
             prior_top_k=args.prior_top_k,
             phase_one_patience=args.phase_one_patience,
+            representative_rule=args.representative_rule,
             late_cost_model=args.late_cost_model,
         )
     except ValueError as err:
@@ -396,6 +405,18 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_representative_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--representative",
+        dest="representative_rule",
+        default=TUNE_DEFAULTS.representative_rule,
+        choices=list(REPRESENTATIVE_RULES),
+        help="bcd: the task of each cluster tuned first and diffused from: the most similar to the others "
+        f"(similar, as bcd-algorithm.md) or the one with the most work, FLOPs x weight (heaviest); default "
+        f"{TUNE_DEFAULTS.representative_rule}",
+    )
+
+
 def _add_budget_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trials-per-task", type=int, default=32, help="budget = this x number of tasks")
     parser.add_argument("--trials-per-round", type=int, default=16, help="candidates measured per batch")
@@ -424,6 +445,7 @@ def _add_budget_options(parser: argparse.ArgumentParser) -> None:
         f"without a better program (default {TUNE_DEFAULTS.phase_one_patience}; 0 runs exactly "
         "min(|cluster|, 10) rounds, as bcd-algorithm.md)",
     )
+    _add_representative_option(parser)
     parser.add_argument(
         "--late-cost-model",
         default=TUNE_DEFAULTS.late_cost_model,
@@ -458,6 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspect = sub.add_parser("inspect", help="list a model's tuning tasks and clusters")
     inspect.add_argument("model")
     _add_model_options(inspect)
+    _add_representative_option(inspect)
     inspect.add_argument("--json", action="store_true", help="machine-readable output")
     inspect.set_defaults(func=cmd_inspect)
 

@@ -19,6 +19,11 @@ class ClusterMode(StrEnum):
     LOOSE_SKETCH = "loose-sketch"  # sketch, ignoring inlined element-wise blocks (epilogues)
 
 
+class RepresentativeRule(StrEnum):
+    SIMILAR = "similar"  # bcd-algorithm.md section 2: the most similar to the others
+    HEAVIEST = "heaviest"  # the largest share of the model's work (FLOPs x weight)
+
+
 class TaskLike(Protocol):
     index: int
     weight: int
@@ -86,17 +91,27 @@ def choose_representative(shape_lists: Sequence[Sequence[Sequence[int]]], flops:
     return min(range(count), key=lambda i: (-scores[i], -flops[i], i))
 
 
+def heaviest(work: Sequence[float]) -> int:
+    """Position of the task with the most work (FLOPs x weight); ties go to the first."""
+    if not work:
+        raise ValueError("cannot choose a representative of an empty cluster")
+    return min(range(len(work)), key=lambda i: (-work[i], i))
+
+
 def cluster_tasks(
     tasks: Sequence[TaskLike],
     mode: ClusterMode | str,
     moved: dict[int, str] | None = None,
     representative_overrides: dict[str, int] | None = None,
+    rule: RepresentativeRule | str = RepresentativeRule.SIMILAR,
 ) -> list[Cluster]:
     """Clusters in priority order (descending FLOPs x weight of the whole cluster).
 
     `moved` maps a task index to the key of the cluster the user put it in (a fresh key
-    makes it a singleton); `representative_overrides` maps a cluster key to a task index.
+    makes it a singleton); `representative_overrides` maps a cluster key to a task index;
+    `rule` picks the other representatives.
     """
+    rule = RepresentativeRule(rule)
     moved = moved or {}
     overrides = representative_overrides or {}
     groups: dict[str, list[TaskLike]] = {}
@@ -113,6 +128,8 @@ def cluster_tasks(
         indices = [t.index for t in members]
         if key in overrides and overrides[key] in indices:
             representative = overrides[key]
+        elif rule is RepresentativeRule.HEAVIEST:
+            representative = indices[heaviest([t.flops * t.weight for t in members])]
         else:
             position = choose_representative([t.shapes for t in members], [t.flops for t in members])
             representative = indices[position]

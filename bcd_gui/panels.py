@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 from bcd_core.formatting import format_duration, format_flops, format_latency
 from bcd_core.model_import import parse_input_shapes
 from bcd_core.session_view import Provenance, SessionSnapshot
-from bcd_core.tuning.settings import CLUSTER_MODES, RUNNERS, STRATEGIES, TuneSettings
+from bcd_core.tuning.settings import CLUSTER_MODES, REPRESENTATIVE_RULES, RUNNERS, STRATEGIES, TuneSettings
 
 DEFAULTS = TuneSettings()
 
@@ -45,6 +45,13 @@ class SettingsPanel(QWidget):
         self.cluster_mode = QComboBox()
         self.cluster_mode.addItems(list(CLUSTER_MODES))
         self.cluster_mode.setCurrentText(DEFAULTS.cluster_mode)
+        self.representative_rule = QComboBox()
+        self.representative_rule.addItems(list(REPRESENTATIVE_RULES))
+        self.representative_rule.setCurrentText(DEFAULTS.representative_rule)
+        self.representative_rule.setToolTip(
+            "The task of each cluster tuned first and diffused from: similar (the most similar to the "
+            "others) or heaviest (the most work, FLOPs x weight). Takes effect when the model is opened"
+        )
         self.trials_per_task = QSpinBox()
         self.trials_per_task.setRange(1, 100_000)
         self.trials_per_task.setValue(DEFAULTS.trials_per_task)
@@ -68,6 +75,7 @@ class SettingsPanel(QWidget):
             ("Target", self.target),
             ("Strategy", self.strategy),
             ("Clustering", self.cluster_mode),
+            ("Representative", self.representative_rule),
             ("Trials per task", self.trials_per_task),
             ("Measured per round", self.trials_per_round),
             ("Input shapes", self.input_shapes),
@@ -101,6 +109,7 @@ class SettingsPanel(QWidget):
             trials_per_task=self.trials_per_task.value(),
             trials_per_round=self.trials_per_round.value(),
             cluster_mode=self.cluster_mode.currentText(),
+            representative_rule=self.representative_rule.currentText(),
             input_shapes={k: list(v) for k, v in self.shape_overrides().items()},
             **self.runner_settings(),
         )
@@ -110,6 +119,7 @@ class SettingsPanel(QWidget):
             self.target,
             self.strategy,
             self.cluster_mode,
+            self.representative_rule,
             self.trials_per_task,
             self.trials_per_round,
             self.input_shapes,

@@ -32,6 +32,13 @@ def tiny_convnet(model_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def uneven_convnet(model_dir: Path) -> Path:
+    """Three convolutions in one cluster whose most similar task (the last) is not the one
+    with the most work (the middle one): the two representative rules disagree."""
+    return models.convnet(model_dir / "uneven_convnet.onnx", channels=(3, 8, 16, 4))
+
+
+@pytest.fixture(scope="session")
 def dynamic_mlp(model_dir: Path) -> Path:
     return models.mlp(model_dir / "dynamic_mlp.onnx", dynamic=True)
 

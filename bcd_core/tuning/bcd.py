@@ -182,7 +182,10 @@ class BcdPlan:
         # explicit choices win.
         sticky = {c.key: c.representative for c in self.clusters}
         overrides = {**sticky, **self.representative_overrides}
-        clusters = cluster_tasks(self.run.tasks, self.settings.cluster_mode, self.moved, overrides)
+        settings = self.settings
+        clusters = cluster_tasks(
+            self.run.tasks, settings.cluster_mode, self.moved, overrides, settings.representative_rule
+        )
         if self.priority:
             rank = {key: i for i, key in enumerate(self.priority)}
             clusters.sort(key=lambda c: (rank.get(c.key, len(rank)), c.id))

@@ -41,7 +41,7 @@ from bcd_core.tasks import Task, extract_tasks
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import Listener, RoundFinished, SessionFinished, SessionMessage, SessionStarted, TuneEvent
 from bcd_core.tuning.measure import check_runner
-from bcd_core.tuning.settings import DEFAULT_CLUSTER_MODE, TuneSettings
+from bcd_core.tuning.settings import DEFAULT_CLUSTER_MODE, DEFAULT_REPRESENTATIVE_RULE, TuneSettings
 
 log = logging.getLogger("bcd.tuning")
 MAX_ERROR_CHARS = 4000
@@ -66,13 +66,14 @@ def prepare_model(
     target: Target,
     input_shapes: dict[str, tuple[int, ...]] | None = None,
     cluster_mode: str = DEFAULT_CLUSTER_MODE,
+    representative_rule: str = DEFAULT_REPRESENTATIVE_RULE,
 ) -> PreparedModel:
     start = time.perf_counter()
     imported = import_model(model_path, input_shapes)
     tasks = extract_tasks(imported.relax_mod, target)
     if not tasks:
         raise BcdError(f"{Path(model_path).name} has no tunable operators")
-    clusters = cluster_tasks(tasks, cluster_mode)
+    clusters = cluster_tasks(tasks, cluster_mode, rule=representative_rule)
     return PreparedModel(imported, target, tasks, clusters, time.perf_counter() - start)
 
 
@@ -478,7 +479,11 @@ def run_session(
     started = time.perf_counter()
     check_runner(settings)  # an unreachable tracker fails now, not after import and extraction
     prepared = prepare_model(
-        model_path, target, {k: tuple(v) for k, v in settings.input_shapes.items()}, settings.cluster_mode
+        model_path,
+        target,
+        {k: tuple(v) for k, v in settings.input_shapes.items()},
+        settings.cluster_mode,
+        settings.representative_rule,
     )
     store = RecordStore(db_path)
     run = TuningRun(store, prepared, settings, listeners, new_session, started, control, resume_session_id)

@@ -9,6 +9,9 @@ STRATEGIES = ("metaschedule", "bcd")
 # The default first. Values of clustering.ClusterMode.
 CLUSTER_MODES = ("loose-sketch", "sketch", "operator")
 DEFAULT_CLUSTER_MODE = CLUSTER_MODES[0]
+# Values of clustering.RepresentativeRule, the default first.
+REPRESENTATIVE_RULES = ("similar", "heaviest")
+DEFAULT_REPRESENTATIVE_RULE = REPRESENTATIVE_RULES[0]
 LATE_COST_MODELS = ("metaschedule", "shared")
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
 CPU_BUILDER_TIMEOUT_S = 10.0
@@ -26,6 +29,9 @@ class TuneSettings:
     # residual add, a GELU) take a cluster-mate's programs: ahead of sketch on ResNet-18 and
     # BERT-mini, the same clusters on SqueezeNet (docs/benchmarks.md, tenth session).
     cluster_mode: str = DEFAULT_CLUSTER_MODE
+    # Which task of a cluster is tuned first and diffused from: bcd-algorithm.md's most
+    # similar to the others ("similar"), or the one with the most work ("heaviest").
+    representative_rule: str = DEFAULT_REPRESENTATIVE_RULE
     seed: int = 0
     input_shapes: dict[str, list[int]] = field(default_factory=dict)
     # Search and measurement knobs (not part of a session's identity).
@@ -79,6 +85,8 @@ class TuneSettings:
             raise ValueError("phase-1 patience must be 0 (off) or a number of rounds (--phase-one-patience)")
         if self.late_cost_model not in LATE_COST_MODELS:
             raise ValueError(f"late cost model must be one of {', '.join(LATE_COST_MODELS)}")
+        if self.representative_rule not in REPRESENTATIVE_RULES:
+            raise ValueError(f"representative rule must be one of {', '.join(REPRESENTATIVE_RULES)}")
         if self.cluster_mode not in CLUSTER_MODES:
             raise ValueError(f"cluster mode must be one of {', '.join(CLUSTER_MODES)}")
         if self.builder_timeout_s is not None and self.builder_timeout_s <= 0:
@@ -117,6 +125,7 @@ class TuneSettings:
                 "representative_round_cap",
                 "minor_cluster_share",
                 "phase_one_patience",
+                "representative_rule",
             )
         data = asdict(self)
         return {k: data[k] for k in keys}

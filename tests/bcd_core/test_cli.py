@@ -46,6 +46,22 @@ def test_inspect_json_shows_loose_sketch_clusters_across_epilogues(tiny_mlp: Pat
     assert relu["loose_sketch_representative"] != plain["loose_sketch_representative"]
 
 
+def test_inspect_with_the_heaviest_rule_names_each_clusters_heaviest_task(uneven_convnet: Path) -> None:
+    def inspect(*options: str) -> dict:
+        result = bcd("inspect", str(uneven_convnet), "--json", *options)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    similar, chosen = inspect(), inspect("--representative", "heaviest")
+    assert (similar["representative_rule"], chosen["representative_rule"]) == ("similar", "heaviest")
+    work = {t["index"]: t["flops"] * t["weight"] for t in chosen["tasks"]}
+    shared = [c for clusters in chosen["clusters"].values() for c in clusters if len(c["members"]) > 1]
+    assert shared, "the three convolutions share a cluster"
+    for cluster in shared:
+        assert cluster["representative"] == max(cluster["members"], key=lambda i: (work[i], -i))
+    assert chosen["clusters"] != similar["clusters"], "the two rules pick different representatives here"
+
+
 @pytest.mark.parametrize(
     "make,expected",
     [
@@ -99,3 +115,16 @@ def test_prior_size_and_phase_one_patience_options(tmp_path: Path) -> None:
     result = bcd("tune", str(SAMPLE_MODEL), "--prior-top-k", "0", "--db", str(tmp_path / "x.db"))
     assert result.returncode == 2 and "--prior-top-k" in result.stderr
     assert not (tmp_path / "x.db").exists()
+
+
+def test_representative_option_reaches_the_settings_and_is_checked() -> None:
+    from bcd_core.cli import build_parser, settings_from_args
+    from bcd_core.tuning.settings import TuneSettings
+
+    chosen = build_parser().parse_args(["tune", str(SAMPLE_MODEL), "--representative", "heaviest"])
+    assert settings_from_args(chosen).representative_rule == "heaviest"
+    assert "representative_rule" in settings_from_args(chosen).identity()
+    default = build_parser().parse_args(["tune", str(SAMPLE_MODEL)])
+    assert settings_from_args(default).representative_rule == TuneSettings().representative_rule == "similar"
+    with pytest.raises(ValueError, match="representative rule"):
+        TuneSettings(representative_rule="lightest")

@@ -8,6 +8,7 @@ from bcd_core.clustering import (
     cluster_of,
     cluster_tasks,
     cosine_similarity_matrix,
+    heaviest,
     shape_vectors,
 )
 
@@ -94,6 +95,26 @@ def test_moves_and_representative_overrides() -> None:
     overridden = cluster_tasks(tasks, "operator", representative_overrides={"conv2d_add_relu": 2})
     assert cluster_of(overridden, 0).representative == 2
     assert cluster_of(overridden, 0).followers() == [0, 1, 3]
+
+
+def test_heaviest_rule_picks_the_most_work_not_the_most_similar() -> None:
+    # Three similar small tasks and one large one: "similar" picks a small one, "heaviest"
+    # the one with the largest FLOPs x weight (weight counts: task 1 runs three times).
+    tasks = [
+        FakeTask(0, [[1, 32, 27, 27]], flops=6),
+        FakeTask(1, [[1, 32, 28, 28]], flops=7, weight=3),
+        FakeTask(2, [[1, 32, 26, 26]], flops=6),
+        FakeTask(3, [[1, 1000, 13, 13]], flops=20),
+    ]
+    assert cluster_tasks(tasks, "operator")[0].representative != 3
+    assert cluster_tasks(tasks, "operator", rule="heaviest")[0].representative == 1
+    overridden = cluster_tasks(tasks, "operator", {}, {"conv2d_add_relu": 0}, rule="heaviest")
+    assert overridden[0].representative == 0  # the user's choice still wins
+    assert heaviest([2.0, 5.0, 5.0]) == 1  # ties: the first
+    with pytest.raises(ValueError):
+        heaviest([])
+    with pytest.raises(ValueError):
+        cluster_tasks(tasks, "operator", rule="lightest")
 
 
 @pytest.mark.parametrize("seed", range(5))
