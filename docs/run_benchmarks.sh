@@ -9,7 +9,25 @@ bcd_only() {  # model, out folder, baseline store, extra bcd options
     mkdir -p "$2" && cp "$3" "$2/metaschedule.db"
     bcd bench "../shared/models/$1.onnx" --trials-per-task 32 --trials-per-round 16 --out "$2" "${@:4}"
 }
-# Tenth session of 2026-11-24 (docs/benchmarks.md, first section): ResNet-18 pairs with each
+# Eleventh session of 2026-11-24 (docs/benchmarks.md, first section): the new --representative
+# heaviest against the default, in fresh SqueezeNet pairs, and a stage profile of each strategy.
+bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/heavy-w docs/bench/squeezenet-32w/metaschedule.db \
+    --cluster-mode sketch --representative heaviest   # sketch: the 32w baseline session's mode
+for run in x z; do
+    bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 \
+        --representative heaviest --out docs/bench/squeezenet-32$run
+done
+for run in y aa ab ac; do
+    bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 \
+        --out docs/bench/squeezenet-32$run
+done
+python docs/stage_profile.py ../shared/models/squeezenet1_1.onnx --strategy bcd --db /tmp/prof-bcd.db
+python docs/stage_profile.py ../shared/models/squeezenet1_1.onnx --strategy metaschedule --db /tmp/prof-ms.db
+python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{x,y,z,aa,ab,ac}/squeezenet1_1-bench.json \
+    --bcd docs/bench/squeezenet-32{y,aa,ab,ac}/squeezenet1_1-bench.json --plot docs/bench/squeezenet-pairs-11.png
+python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{x,y,z,aa,ab,ac}/squeezenet1_1-bench.json \
+    --bcd docs/bench/squeezenet-32{x,z}/squeezenet1_1-bench.json
+# Tenth session of 2026-11-24 (docs/benchmarks.md, second section): ResNet-18 pairs with each
 # clustering, four more BERT-mini loose-sketch pairs, and a probe of the members' seeded round.
 # 32h and 32i were started as BCD-only runs on copies of the 32g and 32f baseline stores; the
 # clustering mode is part of a session's identity, so each tuned a fresh baseline (fresh pairs).
