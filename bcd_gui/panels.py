@@ -50,7 +50,8 @@ class SettingsPanel(QWidget):
         self.representative_rule.setCurrentText(DEFAULTS.representative_rule)
         self.representative_rule.setToolTip(
             "The task of each cluster tuned first and diffused from: similar (the most similar to the "
-            "others) or heaviest (the most work, FLOPs x weight). Takes effect when the model is opened"
+            "others) or heaviest (the most work, FLOPs x weight). The next tune uses it; the cluster tree "
+            "shows it from then, or when the model is opened again"
         )
         self.trials_per_task = QSpinBox()
         self.trials_per_task.setRange(1, 100_000)
