@@ -232,6 +232,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
             prior_top_k=args.prior_top_k,
             phase_one_patience=args.phase_one_patience,
             representative_rule=args.representative_rule,
+            split_heavier_than=args.split_heavier_than,
             late_cost_model=args.late_cost_model,
         )
     except ValueError as err:
@@ -414,6 +415,14 @@ def _add_representative_option(parser: argparse.ArgumentParser) -> None:
         help="bcd: the task of each cluster tuned first and diffused from: the most similar to the others "
         f"(similar, as bcd-algorithm.md) or the one with the most work, FLOPs x weight (heaviest); default "
         f"{TUNE_DEFAULTS.representative_rule}",
+    )
+    parser.add_argument(
+        "--split-heavier-than",
+        type=float,
+        default=TUNE_DEFAULTS.split_heavier_than,
+        metavar="RATIO",
+        help="bcd: tune a member with more than RATIO times its representative's work (FLOPs x weight) as a "
+        f"singleton instead of diffusing into it; 0 never splits (default {TUNE_DEFAULTS.split_heavier_than:g})",
     )
 
 

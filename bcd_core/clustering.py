@@ -24,6 +24,9 @@ class RepresentativeRule(StrEnum):
     HEAVIEST = "heaviest"  # the largest share of the model's work (FLOPs x weight)
 
 
+HEAVY_PREFIX = "heavy:"  # the key of a member split off for being much heavier than its representative
+
+
 class TaskLike(Protocol):
     index: int
     weight: int
@@ -104,12 +107,15 @@ def cluster_tasks(
     moved: dict[int, str] | None = None,
     representative_overrides: dict[str, int] | None = None,
     rule: RepresentativeRule | str = RepresentativeRule.SIMILAR,
+    split_heavier_than: float = 0.0,
 ) -> list[Cluster]:
     """Clusters in priority order (descending FLOPs x weight of the whole cluster).
 
     `moved` maps a task index to the key of the cluster the user put it in (a fresh key
     makes it a singleton); `representative_overrides` maps a cluster key to a task index;
-    `rule` picks the other representatives.
+    `rule` picks the other representatives. With `split_heavier_than` R > 0, a member with
+    more than R times its representative's work becomes a singleton (key `heavy:<index>`)
+    unless the user moved it: a few trials of a much smaller task are a poor prior for it.
     """
     rule = RepresentativeRule(rule)
     moved = moved or {}
@@ -119,22 +125,39 @@ def cluster_tasks(
         key = moved.get(task.index, cluster_key(task, mode))
         groups.setdefault(key, []).append(task)
 
-    def cost(members: list[TaskLike]) -> float:
-        return sum(t.flops * t.weight for t in members)
-
-    ordered = sorted(groups.items(), key=lambda item: (-cost(item[1]), item[1][0].index))
-    clusters = []
-    for cluster_id, (key, members) in enumerate(ordered):
+    def pick_representative(key: str, members: list[TaskLike]) -> int:
         indices = [t.index for t in members]
         if key in overrides and overrides[key] in indices:
-            representative = overrides[key]
-        elif rule is RepresentativeRule.HEAVIEST:
-            representative = indices[heaviest([t.flops * t.weight for t in members])]
-        else:
-            position = choose_representative([t.shapes for t in members], [t.flops for t in members])
-            representative = indices[position]
-        clusters.append(Cluster(id=cluster_id, key=key, members=indices, representative=representative))
-    return clusters
+            return overrides[key]
+        if rule is RepresentativeRule.HEAVIEST:
+            return indices[heaviest([work(t) for t in members])]
+        return indices[choose_representative([t.shapes for t in members], [t.flops for t in members])]
+
+    representatives = {key: pick_representative(key, members) for key, members in groups.items()}
+    if split_heavier_than > 0:
+        by_index = {t.index: t for t in tasks}
+        for key, members in list(groups.items()):
+            representative = representatives[key]
+            limit = split_heavier_than * work(by_index[representative])
+            heavy = [t for t in members if t.index not in (representative, *moved) and work(t) > limit]
+            for task in heavy:
+                members.remove(task)
+                groups[f"{HEAVY_PREFIX}{task.index}"] = [task]
+                representatives[f"{HEAVY_PREFIX}{task.index}"] = task.index
+
+    def cost(members: list[TaskLike]) -> float:
+        return sum(work(t) for t in members)
+
+    ordered = sorted(groups.items(), key=lambda item: (-cost(item[1]), item[1][0].index))
+    return [
+        Cluster(id=cluster_id, key=key, members=[t.index for t in members], representative=representatives[key])
+        for cluster_id, (key, members) in enumerate(ordered)
+    ]
+
+
+def work(task: TaskLike) -> float:
+    """A task's share of the model's work: FLOPs x how often the model calls it."""
+    return task.flops * task.weight
 
 
 def cluster_of(clusters: Sequence[Cluster], task_index: int) -> Cluster:

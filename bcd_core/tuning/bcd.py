@@ -184,7 +184,12 @@ class BcdPlan:
         overrides = {**sticky, **self.representative_overrides}
         settings = self.settings
         clusters = cluster_tasks(
-            self.run.tasks, settings.cluster_mode, self.moved, overrides, settings.representative_rule
+            self.run.tasks,
+            settings.cluster_mode,
+            self.moved,
+            overrides,
+            settings.representative_rule,
+            settings.split_heavier_than,
         )
         if self.priority:
             rank = {key: i for i, key in enumerate(self.priority)}

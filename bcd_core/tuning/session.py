@@ -67,13 +67,14 @@ def prepare_model(
     input_shapes: dict[str, tuple[int, ...]] | None = None,
     cluster_mode: str = DEFAULT_CLUSTER_MODE,
     representative_rule: str = DEFAULT_REPRESENTATIVE_RULE,
+    split_heavier_than: float = 0.0,
 ) -> PreparedModel:
     start = time.perf_counter()
     imported = import_model(model_path, input_shapes)
     tasks = extract_tasks(imported.relax_mod, target)
     if not tasks:
         raise BcdError(f"{Path(model_path).name} has no tunable operators")
-    clusters = cluster_tasks(tasks, cluster_mode, rule=representative_rule)
+    clusters = cluster_tasks(tasks, cluster_mode, rule=representative_rule, split_heavier_than=split_heavier_than)
     return PreparedModel(imported, target, tasks, clusters, time.perf_counter() - start)
 
 
@@ -484,6 +485,7 @@ def run_session(
         {k: tuple(v) for k, v in settings.input_shapes.items()},
         settings.cluster_mode,
         settings.representative_rule,
+        settings.split_heavier_than,
     )
     store = RecordStore(db_path)
     run = TuningRun(store, prepared, settings, listeners, new_session, started, control, resume_session_id)

@@ -32,6 +32,11 @@ class TuneSettings:
     # Which task of a cluster is tuned first and diffused from: bcd-algorithm.md's most
     # similar to the others ("similar"), or the one with the most work ("heaviest").
     representative_rule: str = DEFAULT_REPRESENTATIVE_RULE
+    # A member with more than this many times its representative's work (FLOPs x weight) is
+    # tuned as a singleton instead (0: never): SqueezeNet's classifier convolution, 29 times
+    # its 1x1 representative's work and a fifth of the model's latency, lost most of BCD's
+    # margin where it was diffused from it (docs/benchmarks.md).
+    split_heavier_than: float = 0.0
     seed: int = 0
     input_shapes: dict[str, list[int]] = field(default_factory=dict)
     # Search and measurement knobs (not part of a session's identity).
@@ -87,6 +92,8 @@ class TuneSettings:
             raise ValueError(f"late cost model must be one of {', '.join(LATE_COST_MODELS)}")
         if self.representative_rule not in REPRESENTATIVE_RULES:
             raise ValueError(f"representative rule must be one of {', '.join(REPRESENTATIVE_RULES)}")
+        if self.split_heavier_than != 0 and self.split_heavier_than < 1:
+            raise ValueError("--split-heavier-than must be 0 (off) or a ratio of 1 or more")
         if self.cluster_mode not in CLUSTER_MODES:
             raise ValueError(f"cluster mode must be one of {', '.join(CLUSTER_MODES)}")
         if self.builder_timeout_s is not None and self.builder_timeout_s <= 0:
@@ -126,6 +133,7 @@ class TuneSettings:
                 "minor_cluster_share",
                 "phase_one_patience",
                 "representative_rule",
+                "split_heavier_than",
             )
         data = asdict(self)
         return {k: data[k] for k in keys}
