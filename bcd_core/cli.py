@@ -21,6 +21,7 @@ from bcd_core.tuning.settings import (
     CLUSTER_MODES,
     DEFAULT_CLUSTER_MODE,
     LATE_COST_MODELS,
+    PRIOR_SOURCES,
     REPRESENTATIVE_RULES,
     TuneSettings,
 )
@@ -114,13 +115,20 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     tasks = extract_tasks(imported.relax_mod, target)
     # Coarsest key first, so the table reads from operator kind down to design-space detail.
     rule = args.representative_rule
-    by_mode = {mode: cluster_tasks(tasks, mode, rule=rule) for mode in ("operator", "loose-sketch", "sketch")}
+    split = args.split_heavier_than
+    if split != 0 and split < 1:
+        raise BcdError("--split-heavier-than must be 0 (off) or a ratio of 1 or more")
+    by_mode = {
+        mode: cluster_tasks(tasks, mode, rule=rule, split_heavier_than=split)
+        for mode in ("operator", "loose-sketch", "sketch")
+    }
     elapsed = time.perf_counter() - start
     if args.json:
         payload = {
             "model": str(args.model),
             "target": json.loads(str(target)),
             "representative_rule": rule,
+            "split_heavier_than": split,
             "inputs": [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype} for s in imported.inputs],
             "tasks": [
                 {
@@ -230,6 +238,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
             tracker_key=args.key or "",
             builder_timeout_s=args.builder_timeout,
             prior_top_k=args.prior_top_k,
+            prior_source=args.prior_source,
             phase_one_patience=args.phase_one_patience,
             representative_rule=args.representative_rule,
             split_heavier_than=args.split_heavier_than,
@@ -444,6 +453,13 @@ def _add_budget_options(parser: argparse.ArgumentParser) -> None:
         metavar="K",
         help=f"bcd: the representative's best programs a member's diffusion draws on (default "
         f"{TUNE_DEFAULTS.prior_top_k}; bcd-algorithm.md's is 2)",
+    )
+    parser.add_argument(
+        "--prior-source",
+        default=TUNE_DEFAULTS.prior_source,
+        choices=list(PRIOR_SOURCES),
+        help="bcd: whose programs are diffused into a task: its representative's (the default, as "
+        "bcd-algorithm.md), or any other task's of its cluster that beats the task's own best per FLOP (cluster)",
     )
     parser.add_argument(
         "--phase-one-patience",

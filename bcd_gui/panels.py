@@ -53,6 +53,17 @@ class SettingsPanel(QWidget):
             "others) or heaviest (the most work, FLOPs x weight). The next tune uses it; the cluster tree "
             "shows it from then, or when the model is opened again"
         )
+        # Whole ratios are fine here; 0 shows as "off" (the engine's meaning of 0).
+        self.split_heavier_than = QSpinBox()
+        self.split_heavier_than.setRange(0, 10_000)
+        self.split_heavier_than.setSpecialValueText("off")
+        self.split_heavier_than.setSuffix("x")
+        self.split_heavier_than.setValue(round(DEFAULTS.split_heavier_than))
+        self.split_heavier_than.setToolTip(
+            "Tune a cluster member with more than this many times its representative's work (FLOPs x "
+            "weight) on its own, as a singleton, instead of diffusing into it. The next tune uses it; the "
+            "cluster tree shows it from then, or when the model is opened again"
+        )
         self.trials_per_task = QSpinBox()
         self.trials_per_task.setRange(1, 100_000)
         self.trials_per_task.setValue(DEFAULTS.trials_per_task)
@@ -77,6 +88,7 @@ class SettingsPanel(QWidget):
             ("Strategy", self.strategy),
             ("Clustering", self.cluster_mode),
             ("Representative", self.representative_rule),
+            ("Split members heavier than", self.split_heavier_than),
             ("Trials per task", self.trials_per_task),
             ("Measured per round", self.trials_per_round),
             ("Input shapes", self.input_shapes),
@@ -111,6 +123,7 @@ class SettingsPanel(QWidget):
             trials_per_round=self.trials_per_round.value(),
             cluster_mode=self.cluster_mode.currentText(),
             representative_rule=self.representative_rule.currentText(),
+            split_heavier_than=float(self.split_heavier_than.value()),
             input_shapes={k: list(v) for k, v in self.shape_overrides().items()},
             **self.runner_settings(),
         )
@@ -121,6 +134,7 @@ class SettingsPanel(QWidget):
             self.strategy,
             self.cluster_mode,
             self.representative_rule,
+            self.split_heavier_than,
             self.trials_per_task,
             self.trials_per_round,
             self.input_shapes,

@@ -168,11 +168,17 @@ class BcdPlan:
                 measured.setdefault(index, []).append((trial["id"], trial["latency_s"]))
             if trial["origin"] == "diffused" and (index not in latest or latest[index][0] != trial["round"]):
                 latest[index] = (trial["round"], trial["id"])
+        tasks = self.run.tasks
         for member, (_, first_id) in latest.items():
             cluster = self.cluster_of(member)
-            if cluster.size < 2 or member == cluster.representative:
+            if cluster.size < 2 or (member == cluster.representative and not self.cluster_priors):
                 continue
-            before = [latency for trial_id, latency in measured.get(cluster.representative, []) if trial_id < first_id]
+            scale = 1.0
+            before = []
+            for source in self.prior_sources(member):
+                if self.cluster_priors:  # per FLOP, scaled to the member (source_best)
+                    scale = max(tasks[member].flops, 1.0) / max(tasks[source].flops, 1.0)
+                before += [latency * scale for trial_id, latency in measured.get(source, []) if trial_id < first_id]
             if before:
                 self.representative_best_at_diffusion[member] = min(before)
 
@@ -297,15 +303,62 @@ class BcdPlan:
         """Top-k distinct measured programs of the representative (refreshed every call)."""
         run = self.run
         rows = run.store.top_records(run.workload_ids[representative], run.target_key, 8 * self.settings.prior_top_k)
+        return self._distinct_programs(rows)
+
+    def _distinct_programs(self, rows: list[dict[str, Any]]) -> list[tuple[int, Trace]]:
+        """(trial id, trace) of the first prior_top_k rows with distinct traces."""
         programs, seen = [], set()
         for row in rows:
             if row["trace"] in seen:
                 continue
             seen.add(row["trace"])
-            programs.append((row["id"], run.database.record_from_row(row).trace))
+            programs.append((row["id"], self.run.database.record_from_row(row).trace))
             if len(programs) >= self.settings.prior_top_k:
                 break
         return programs
+
+    @property
+    def cluster_priors(self) -> bool:
+        return self.settings.prior_source == "cluster"
+
+    def prior_sources(self, task_index: int) -> list[int]:
+        """The tasks whose programs are diffused into `task_index`: its representative, or
+        with prior source "cluster" every other task of its cluster."""
+        cluster = self.cluster_of(task_index)
+        if self.cluster_priors:
+            return [m for m in cluster.members if m != task_index]
+        return [cluster.representative]
+
+    def prior_for(self, task_index: int) -> list[tuple[int, Trace]]:
+        """The programs diffused into `task_index` next. From several sources, the top-k by
+        time per FLOP (tasks of one cluster differ in size), only those faster per FLOP than
+        the task's own best: the others would not beat what it has."""
+        sources = self.prior_sources(task_index)
+        if not self.cluster_priors:
+            return self.prior(sources[0])
+        run, k = self.run, self.settings.prior_top_k
+        own = run.best.get(task_index)
+        limit = own / max(run.tasks[task_index].flops, 1.0) * (1 - MIN_IMPROVEMENT) if own else float("inf")
+        scored = []
+        for source in sources:
+            flops = max(run.tasks[source].flops, 1.0)
+            for row in run.store.top_records(run.workload_ids[source], run.target_key, 8 * k):
+                if row["latency_s"] > 0 and row["latency_s"] / flops < limit:
+                    scored.append((row["latency_s"] / flops, row["id"], row))
+        scored.sort(key=lambda item: item[:2])
+        return self._distinct_programs([row for *_, row in scored])
+
+    def source_best(self, task_index: int) -> float | None:
+        """The best of the programs `task_index` draws on: its representative's best latency,
+        or with cluster priors the best time per FLOP among its sources, scaled to its FLOPs."""
+        run = self.run
+        if not self.cluster_priors:
+            return run.best.get(self.cluster_of(task_index).representative)
+        flops = max(run.tasks[task_index].flops, 1.0)
+        scaled = [
+            run.best[s] * flops / max(run.tasks[s].flops, 1.0) for s in self.prior_sources(task_index) if s in run.best
+        ]
+        return min(scaled, default=None)
 
     # -- control ----------------------------------------------------------------------------
     def apply(self, request: ControlRequest) -> None:
@@ -431,12 +484,12 @@ class BcdPlan:
         return (0.0, max(improvement, self.refresh_improvement(task_index)) * work)
 
     def refresh_improvement(self, task_index: int) -> float:
-        """A member's representative's relative improvement since the member's last diffusion."""
-        cluster = self.cluster_of(task_index)
-        if cluster.size < 2 or task_index == cluster.representative:
+        """A member's representative's relative improvement since the member's last diffusion
+        (with cluster priors: its sources', per FLOP)."""
+        if not self.receives_diffusion(task_index):
             return 0.0
         then = self.representative_best_at_diffusion.get(task_index)
-        now = self.run.best.get(cluster.representative)
+        now = self.source_best(task_index)
         if then is None or now is None or task_index in self.fallbacks or not then > now:
             return 0.0
         return (then - now) / then
@@ -461,12 +514,22 @@ class BcdPlan:
         return stalled_rounds(self.run.best_history.get(task_index, [])) >= EXPLORE_AFTER_STALLS
 
     # -- diffusion ------------------------------------------------------------------------
-    def diffusion_batch(self, task_index: int, count: int) -> list[ms.MeasureCandidate] | None:
-        """Diffused candidates for a member that needs them now, else None."""
+    def receives_diffusion(self, task_index: int) -> bool:
+        """A member does; with cluster priors, so does a representative past its phase 1."""
         cluster = self.cluster_of(task_index)
-        if cluster.size < 2 or task_index == cluster.representative:
+        if cluster.size < 2:
+            return False
+        if task_index != cluster.representative:
+            return True
+        return self.cluster_priors and self.in_phase_three(task_index)
+
+    def diffusion_batch(self, task_index: int, count: int) -> list[ms.MeasureCandidate] | None:
+        """Diffused candidates for a task that needs them now, else None."""
+        cluster = self.cluster_of(task_index)
+        if not self.receives_diffusion(task_index):
             return None
-        priors = self.prior(cluster.representative)
+        is_member = task_index != cluster.representative
+        priors = self.prior_for(task_index)
         received = self.diffused_from.get(task_index)
         if received is not None:
             priors = [p for p in priors if p[0] not in received]  # refresh: only new best programs
@@ -481,12 +544,14 @@ class BcdPlan:
         # representative's programs suits a member's shape varies a lot (docs/benchmarks.md).
         result = diffuse(context, sketches, priors, count, seed, seen=set(), spread=True)
         self.diffused_from.setdefault(task_index, set()).update(p[0] for p in priors)
-        if cluster.representative in self.run.best:
-            self.representative_best_at_diffusion[task_index] = self.run.best[cluster.representative]
+        source_best = self.source_best(task_index)
+        if source_best is not None:
+            self.representative_best_at_diffusion[task_index] = source_best
         if result.matched_sketch is None:
-            self.fallback(task_index, cluster)
+            if is_member and received is None:
+                self.fallback(task_index, cluster)
             return None
-        if received is None:  # first diffusion: the seeded round searches the matched sketch only
+        if received is None and is_member:  # first diffusion: the seeded round searches the matched sketch only
             self.searches[task_index].restrict_to(result.matched_sketch)
         for program in result.programs:
             key = int(tvm_ffi.structural_hash(program.schedule.mod))
@@ -518,7 +583,7 @@ class BcdPlan:
         row_id = self.run.task_row_ids[task_index]
         if diffused:
             valid = [(t.latency_s, t.source_trial_id) for t, _ in diffused if t.latency_s is not None]
-            if valid:
+            if valid and task_index != self.cluster_of(task_index).representative:  # a member's provenance
                 best_latency, source = min(valid, key=lambda pair: pair[0])
                 first = self.run.store.tasks(self.run.session_id)[task_index]["diffused_best_s"] is None
                 if first:

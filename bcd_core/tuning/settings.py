@@ -13,6 +13,7 @@ DEFAULT_CLUSTER_MODE = CLUSTER_MODES[0]
 REPRESENTATIVE_RULES = ("similar", "heaviest")
 DEFAULT_REPRESENTATIVE_RULE = REPRESENTATIVE_RULES[0]
 LATE_COST_MODELS = ("metaschedule", "shared")
+PRIOR_SOURCES = ("representative", "cluster")  # the default first
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
 CPU_BUILDER_TIMEOUT_S = 10.0
 GPU_BUILDER_TIMEOUT_S = 60.0
@@ -59,6 +60,12 @@ class TuneSettings:
     # A member's diffusion round takes one program from each of the top-k (docs/benchmarks.md,
     # "diffusion replay": 8 came closer to the members' final programs than 2 or 4).
     prior_top_k: int = 8
+    # Whose programs a member's diffusion draws on: its representative's (bcd-algorithm.md), or
+    # every other task's of its cluster, ranked by time per FLOP ("cluster"). With "cluster",
+    # a program one task finds that beats another's best per FLOP is diffused into it (the
+    # representative too, after its phase 1), so that one task's lucky find reaches the
+    # others, as independent stock searches each get their own chance (docs/benchmarks.md).
+    prior_source: str = PRIOR_SOURCES[0]
     member_generations: int = 2
     representative_round_cap: int = 10
     # A representative's phase 1 runs up to representative_round_cap rounds, whatever its
@@ -90,6 +97,8 @@ class TuneSettings:
             raise ValueError("phase-1 patience must be 0 (off) or a number of rounds (--phase-one-patience)")
         if self.late_cost_model not in LATE_COST_MODELS:
             raise ValueError(f"late cost model must be one of {', '.join(LATE_COST_MODELS)}")
+        if self.prior_source not in PRIOR_SOURCES:
+            raise ValueError(f"prior source must be one of {', '.join(PRIOR_SOURCES)}")
         if self.representative_rule not in REPRESENTATIVE_RULES:
             raise ValueError(f"representative rule must be one of {', '.join(REPRESENTATIVE_RULES)}")
         if self.split_heavier_than != 0 and self.split_heavier_than < 1:
@@ -134,6 +143,7 @@ class TuneSettings:
                 "phase_one_patience",
                 "representative_rule",
                 "split_heavier_than",
+                "prior_source",
             )
         data = asdict(self)
         return {k: data[k] for k in keys}

@@ -322,3 +322,76 @@ def test_loose_sketch_clusters_diffuse_across_epilogues(tmp_path: Path, tiny_mlp
     rep_trial_ids = {t["id"] for t in store.trials(run.session_id, task_id=rep["id"])}
     assert diffused and {t["source_trial_id"] for t in diffused} <= rep_trial_ids
     assert member["diffused_best_s"] is not None
+
+
+def test_a_member_far_heavier_than_its_representative_is_tuned_as_a_singleton(
+    tmp_path: Path, uneven_convnet: Path, host
+) -> None:
+    # uneven_convnet: three convolutions in one cluster; the other two have about 2.6 and 5.2
+    # times the representative's work.
+    settings = replace(SETTINGS, trials_per_task=4, trials_per_round=2, representative_round_cap=1)
+    split = replace(settings, split_heavier_than=4)
+    clusters = prepare_model(uneven_convnet, host, cluster_mode=settings.cluster_mode, split_heavier_than=4).clusters
+    heavy = [c for c in clusters if c.key.startswith("heavy:")]
+    assert len(heavy) == 1, "the fixture has one member over 4x its representative's work"
+    heavy_index = heavy[0].representative
+    db = tmp_path / "split.db"
+    run = run_session(uneven_convnet, db, host, split)
+    store = RecordStore(db)
+    rows = rows_by_index(store, run.session_id)
+    assert rows[heavy_index]["cluster_key"] == f"heavy:{heavy_index}" and not rows[heavy_index]["is_representative"]
+    heavy_trials = trials_of(store, run.session_id, heavy_index)
+    assert heavy_trials and all(t["origin"] != "diffused" for t in heavy_trials)  # searched on its own
+    light = next(c for c in run_cluster_rows(rows) if len(c) > 1)
+    member = next(row for row in light if not row["is_representative"])
+    assert any(t["origin"] == "diffused" for t in trials_of(store, run.session_id, member["idx"]))
+    # The split is part of the session's identity: without it, a fresh session (unsplit).
+    plain = run_session(uneven_convnet, db, host, settings)
+    assert plain.session_id != run.session_id
+    assert rows_by_index(store, plain.session_id)[heavy_index]["cluster_key"] != f"heavy:{heavy_index}"
+
+
+def run_cluster_rows(rows: dict[int, dict]) -> list[list[dict]]:
+    """The store's task rows grouped by cluster key."""
+    groups: dict[str, list[dict]] = {}
+    for row in rows.values():
+        groups.setdefault(row["cluster_key"], []).append(row)
+    return list(groups.values())
+
+
+def test_cluster_priors_draw_on_every_other_task_faster_per_flop(
+    tmp_path: Path, conv_cluster_model: Path, host, layout
+) -> None:
+    _, conv = layout
+    settings = replace(SETTINGS, prior_source="cluster")
+    run = run_session(conv_cluster_model, tmp_path / "cluster.db", host, settings)
+    live = run.batch_hooks[0].__self__
+    plan = BcdPlan(run)
+    rep = conv.representative
+    member, other = conv.followers()
+    assert sorted(plan.prior_sources(member)) == sorted([rep, other])
+    assert sorted(plan.prior_sources(rep)) == sorted([member, other])
+    per_flop = {i: run.best[i] / run.tasks[i].flops for i in conv.members}
+    # Only programs faster per FLOP than the task's own best, fastest first.
+    store = RecordStore(tmp_path / "cluster.db")
+    task_of_trial = {t["id"]: t["task_id"] for t in store.trials(run.session_id)}
+    index_of_row = {row_id: index for index, row_id in run.task_row_ids.items()}
+    for task in conv.members:
+        programs = plan.prior_for(task)
+        assert len(programs) <= settings.prior_top_k
+        for trial_id, _ in programs:
+            source = index_of_row[task_of_trial[trial_id]]
+            assert source != task and source in conv.members
+            latency = next(t["latency_s"] for t in store.trials(run.session_id) if t["id"] == trial_id)
+            assert latency / run.tasks[source].flops < per_flop[task]
+    fastest = min(conv.members, key=per_flop.get)
+    assert plan.prior_for(fastest) == []  # nothing in its cluster beats it per FLOP
+    # What a member draws on is the best of its sources per FLOP, scaled to its own FLOPs.
+    expected = min(run.best[s] * run.tasks[member].flops / run.tasks[s].flops for s in (rep, other))
+    assert plan.source_best(member) == pytest.approx(expected)
+    # The representative receives programs too once its phase 1 is over (it is, at the end).
+    assert plan.receives_diffusion(rep) and plan.receives_diffusion(member)
+    # A resumed plan restores what every task's sources had reached at its last diffusion.
+    assert live.representative_best_at_diffusion
+    assert plan.representative_best_at_diffusion == pytest.approx(live.representative_best_at_diffusion)
+    assert any(t["origin"] == "diffused" for t in trials_of(store, run.session_id, member))

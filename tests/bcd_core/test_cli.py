@@ -60,6 +60,10 @@ def test_inspect_with_the_heaviest_rule_names_each_clusters_heaviest_task(uneven
     for cluster in shared:
         assert cluster["representative"] == max(cluster["members"], key=lambda i: (work[i], -i))
     assert chosen["clusters"] != similar["clusters"], "the two rules pick different representatives here"
+    split = inspect("--split-heavier-than", "4")
+    assert (split["split_heavier_than"], similar["split_heavier_than"]) == (4, 0)
+    heavy = [c for c in split["clusters"]["loose-sketch"] if c["key"].startswith("heavy:")]
+    assert [len(c["members"]) for c in heavy] == [1], "one convolution has 5x its representative's work"
 
 
 @pytest.mark.parametrize(
@@ -128,3 +132,32 @@ def test_representative_option_reaches_the_settings_and_is_checked() -> None:
     assert settings_from_args(default).representative_rule == TuneSettings().representative_rule == "similar"
     with pytest.raises(ValueError, match="representative rule"):
         TuneSettings(representative_rule="lightest")
+
+
+def test_split_option_reaches_the_settings_and_is_checked(tmp_path: Path) -> None:
+    from bcd_core.cli import build_parser, settings_from_args
+    from bcd_core.tuning.settings import TuneSettings
+
+    chosen = build_parser().parse_args(["bench", str(SAMPLE_MODEL), "--split-heavier-than", "8"])
+    assert settings_from_args(chosen).split_heavier_than == 8.0
+    assert settings_from_args(chosen).identity()["split_heavier_than"] == 8.0
+    default = build_parser().parse_args(["tune", str(SAMPLE_MODEL)])
+    assert settings_from_args(default).split_heavier_than == TuneSettings().split_heavier_than
+    result = bcd("tune", str(SAMPLE_MODEL), "--split-heavier-than", "0.5", "--db", str(tmp_path / "x.db"))
+    assert result.returncode == 2 and "--split-heavier-than" in result.stderr
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_prior_source_option_reaches_the_settings_and_is_checked() -> None:
+    from bcd_core.cli import build_parser, settings_from_args
+    from bcd_core.tuning.settings import TuneSettings
+
+    chosen = build_parser().parse_args(["tune", str(SAMPLE_MODEL), "--prior-source", "cluster"])
+    assert settings_from_args(chosen).prior_source == "cluster"
+    assert settings_from_args(chosen).identity()["prior_source"] == "cluster"
+    default = build_parser().parse_args(["tune", str(SAMPLE_MODEL)])
+    assert settings_from_args(default).prior_source == TuneSettings().prior_source == "representative"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["tune", str(SAMPLE_MODEL), "--prior-source", "everyone"])
+    with pytest.raises(ValueError, match="prior source"):
+        TuneSettings(prior_source="everyone")

@@ -33,3 +33,19 @@ def test_the_representative_rule_reaches_the_settings_and_the_preview(qtbot, win
     assert not panel.representative_rule.isEnabled()
     panel.set_enabled_for_tuning(True)
     assert panel.representative_rule.isEnabled()
+
+
+def test_the_split_ratio_reaches_the_settings_and_the_preview(qtbot, window, uneven_convnet: Path) -> None:
+    panel = window.settings_panel
+    assert panel.settings().split_heavier_than == 0 and panel.split_heavier_than.text() == "off"
+    whole = open_and_wait(qtbot, window, uneven_convnet)
+    assert not any(c.key.startswith("heavy:") for c in whole.clusters)
+    panel.split_heavier_than.setValue(1)  # any member with more work than its representative
+    assert panel.settings().split_heavier_than == 1.0
+    split = open_and_wait(qtbot, window, uneven_convnet)
+    heavy = [c for c in split.clusters if c.key.startswith("heavy:")]
+    assert heavy and all(len(c.members) == 1 for c in heavy)
+    assert len(split.clusters) == len(whole.clusters) + len(heavy)
+    panel.set_enabled_for_tuning(False)
+    assert not panel.split_heavier_than.isEnabled()
+    panel.set_enabled_for_tuning(True)
