@@ -529,8 +529,14 @@ class BcdPlan:
         if not self.receives_diffusion(task_index):
             return None
         is_member = task_index != cluster.representative
-        priors = self.prior_for(task_index)
         received = self.diffused_from.get(task_index)
+        if self.cluster_priors and received is not None and self.refresh_improvement(task_index) < MIN_IMPROVEMENT:
+            # Its sources have not got better since its last diffusion: search instead. Per
+            # FLOP, some tasks are slower whatever their programs (a first convolution with 3
+            # input channels); without this they would take every new program of a faster
+            # one and never search on their own.
+            return None
+        priors = self.prior_for(task_index)
         if received is not None:
             priors = [p for p in priors if p[0] not in received]  # refresh: only new best programs
             if not priors:

@@ -391,6 +391,11 @@ def test_cluster_priors_draw_on_every_other_task_faster_per_flop(
     assert plan.source_best(member) == pytest.approx(expected)
     # The representative receives programs too once its phase 1 is over (it is, at the end).
     assert plan.receives_diffusion(rep) and plan.receives_diffusion(member)
+    # Once it has received programs, a task gets more only when its sources got better since.
+    plan.representative_best_at_diffusion[member] = plan.source_best(member)
+    assert plan.refresh_improvement(member) == 0 and plan.diffusion_batch(member, 4) is None
+    plan.representative_best_at_diffusion[member] = 2 * plan.source_best(member)
+    assert plan.refresh_improvement(member) == pytest.approx(0.5)
     # A resumed plan restores what every task's sources had reached at its last diffusion.
     assert live.representative_best_at_diffusion
     assert plan.representative_best_at_diffusion == pytest.approx(live.representative_best_at_diffusion)
