@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
@@ -53,7 +52,7 @@ from bcd_core.session_view import (
 )
 from bcd_core.target import parse_target, target_key
 from bcd_core.tuning.events import RoundFinished, SessionFinished, SessionMessage, SessionStarted
-from bcd_core.tuning.session import prepare_model
+from bcd_core.tuning.session import prepare_model, settings_of_session
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.untuned import measure_untuned
 from bcd_gui.cluster_model import COLUMNS, ROLE_ITEM, ClusterTreeModel
@@ -718,9 +717,7 @@ class MainWindow(QMainWindow):
         # The session's own settings and target; the engine refuses, with a dialog, if the
         # model, target or tool version no longer match.
         try:  # measured where the panel says now (here or remote): not part of the identity
-            stored = replace(
-                TuneSettings(**json.loads(session["settings"] or "{}")), **self.settings_panel.runner_settings()
-            )
+            stored = settings_of_session(session, TuneSettings(**self.settings_panel.runner_settings()))
         except ValueError as err:
             self.report_error(err, "resume the session")
             return

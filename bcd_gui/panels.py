@@ -26,7 +26,14 @@ from PySide6.QtWidgets import (
 from bcd_core.formatting import format_duration, format_flops, format_latency
 from bcd_core.model_import import parse_input_shapes
 from bcd_core.session_view import Provenance, SessionSnapshot
-from bcd_core.tuning.settings import CLUSTER_MODES, REPRESENTATIVE_RULES, RUNNERS, STRATEGIES, TuneSettings
+from bcd_core.tuning.settings import (
+    CLUSTER_MODES,
+    PRIOR_SOURCES,
+    REPRESENTATIVE_RULES,
+    RUNNERS,
+    STRATEGIES,
+    TuneSettings,
+)
 
 DEFAULTS = TuneSettings()
 
@@ -52,6 +59,13 @@ class SettingsPanel(QWidget):
             "The task of each cluster tuned first and diffused from: similar (the most similar to the "
             "others) or heaviest (the most work, FLOPs x weight). The next tune uses it; the cluster tree "
             "shows it from then, or when the model is opened again"
+        )
+        self.prior_source = QComboBox()
+        self.prior_source.addItems(list(PRIOR_SOURCES))
+        self.prior_source.setCurrentText(DEFAULTS.prior_source)
+        self.prior_source.setToolTip(
+            "Whose programs are diffused into a task: cluster (any other task of its cluster whose "
+            "program beats the task's own best per FLOP) or representative (its representative's only)"
         )
         # Whole ratios are fine here; 0 shows as "off" (the engine's meaning of 0).
         self.split_heavier_than = QSpinBox()
@@ -88,6 +102,7 @@ class SettingsPanel(QWidget):
             ("Strategy", self.strategy),
             ("Clustering", self.cluster_mode),
             ("Representative", self.representative_rule),
+            ("Diffuse from", self.prior_source),
             ("Split members heavier than", self.split_heavier_than),
             ("Trials per task", self.trials_per_task),
             ("Measured per round", self.trials_per_round),
@@ -124,6 +139,7 @@ class SettingsPanel(QWidget):
             cluster_mode=self.cluster_mode.currentText(),
             representative_rule=self.representative_rule.currentText(),
             split_heavier_than=float(self.split_heavier_than.value()),
+            prior_source=self.prior_source.currentText(),
             input_shapes={k: list(v) for k, v in self.shape_overrides().items()},
             **self.runner_settings(),
         )
@@ -135,6 +151,7 @@ class SettingsPanel(QWidget):
             self.cluster_mode,
             self.representative_rule,
             self.split_heavier_than,
+            self.prior_source,
             self.trials_per_task,
             self.trials_per_round,
             self.input_shapes,
@@ -227,7 +244,7 @@ class ProvenancePanel(QWidget):
         else:
             lines.append(
                 f"Seeded by <b>{info.representative}</b>, program #{info.source_trial_id} "
-                f"({format_latency(info.source_latency_s)} on the representative), tiles adapted by "
+                f"({format_latency(info.source_latency_s)} there), tiles adapted by "
                 f"<i>{info.adaptation or 'n/a'}</i>; {info.diffused_trials} diffused candidates measured."
             )
             lines.append(

@@ -14,6 +14,10 @@ later ones MetaSchedule's standard search over its full design space. A task who
 improving (by at least 1 %, about the timing noise) counts for less each round and searches
 more widely; a member whose representative improved expects as much from its refreshed
 prior.
+With cluster priors (the default, `prior_source`), a task's diffusion draws on every other
+task of its cluster, not only the representative: any program faster per FLOP than the task's
+own best, once its sources got better since its last diffusion (the representative too, after
+its phase 1).
 One shared XGBoost model learns from every measurement.
 Clusters under `minor_cluster_share` of the model's work (pooling, concatenation) get one
 representative round and diffusion-only members.

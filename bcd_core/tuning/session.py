@@ -41,7 +41,12 @@ from bcd_core.tasks import Task, extract_tasks
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import Listener, RoundFinished, SessionFinished, SessionMessage, SessionStarted, TuneEvent
 from bcd_core.tuning.measure import check_runner
-from bcd_core.tuning.settings import DEFAULT_CLUSTER_MODE, DEFAULT_REPRESENTATIVE_RULE, TuneSettings
+from bcd_core.tuning.settings import (
+    DEFAULT_CLUSTER_MODE,
+    DEFAULT_REPRESENTATIVE_RULE,
+    IDENTITY_BEFORE_KEYS,
+    TuneSettings,
+)
 
 log = logging.getLogger("bcd.tuning")
 MAX_ERROR_CHARS = 4000
@@ -104,7 +109,7 @@ def check_resumable(session: dict[str, Any], imported: ImportedModel, key: str, 
             f"session {sid} was tuned for target {session['target']}, not for this one ({key}); resume it "
             "on the same target (--target), or start a new session (--new-session)"
         )
-    stored = json.loads(session["settings"] or "{}")
+    stored = stored_identity(session)
     current = settings.identity()
     # Settings added after a session was written are not in its row: compare what it has.
     if session["strategy"] != settings.strategy or any(current.get(k) != v for k, v in stored.items()):
@@ -120,9 +125,16 @@ def check_resumable(session: dict[str, Any], imported: ImportedModel, key: str, 
         )
 
 
+def stored_identity(session: dict[str, Any]) -> dict[str, Any]:
+    """A session's stored identity, with what a bcd session written before a key existed ran
+    with (IDENTITY_BEFORE_KEYS): not today's default for it."""
+    stored = json.loads(session["settings"] or "{}")
+    return {**IDENTITY_BEFORE_KEYS, **stored} if session["strategy"] == "bcd" else stored
+
+
 def settings_of_session(session: dict[str, Any], base: TuneSettings) -> TuneSettings:
     """`base` (measurement knobs) with the stored session's identity: what resuming it needs."""
-    return replace(base, **{"strategy": session["strategy"], **json.loads(session["settings"] or "{}")})
+    return replace(base, **{"strategy": session["strategy"], **stored_identity(session)})
 
 
 class TuningRun:

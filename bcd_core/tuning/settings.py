@@ -13,7 +13,10 @@ DEFAULT_CLUSTER_MODE = CLUSTER_MODES[0]
 REPRESENTATIVE_RULES = ("similar", "heaviest")
 DEFAULT_REPRESENTATIVE_RULE = REPRESENTATIVE_RULES[0]
 LATE_COST_MODELS = ("metaschedule", "shared")
-PRIOR_SOURCES = ("representative", "cluster")  # the default first
+PRIOR_SOURCES = ("cluster", "representative")  # the default first
+# What a bcd session stored before these identity keys existed was tuned with: resuming it
+# by id keeps that, and a tune with other values starts a new session.
+IDENTITY_BEFORE_KEYS = {"representative_rule": "similar", "split_heavier_than": 0.0, "prior_source": "representative"}
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
 CPU_BUILDER_TIMEOUT_S = 10.0
 GPU_BUILDER_TIMEOUT_S = 60.0
@@ -60,11 +63,13 @@ class TuneSettings:
     # A member's diffusion round takes one program from each of the top-k (docs/benchmarks.md,
     # "diffusion replay": 8 came closer to the members' final programs than 2 or 4).
     prior_top_k: int = 8
-    # Whose programs a member's diffusion draws on: its representative's (bcd-algorithm.md), or
-    # every other task's of its cluster, ranked by time per FLOP ("cluster"). With "cluster",
-    # a program one task finds that beats another's best per FLOP is diffused into it (the
-    # representative too, after its phase 1), so that one task's lucky find reaches the
-    # others, as independent stock searches each get their own chance (docs/benchmarks.md).
+    # Whose programs a task's diffusion draws on: every other task's of its cluster, ranked by
+    # time per FLOP ("cluster", the default), or its representative's only ("representative",
+    # bcd-algorithm.md). With "cluster", a program one task finds that beats another's best
+    # per FLOP is diffused into it (the representative too, after its phase 1), so one
+    # task's lucky find reaches the others instead of each member staying in its
+    # representative's basin: SqueezeNet's 3x3 members lost most where that one was poor
+    # (docs/benchmarks.md, twelfth session).
     prior_source: str = PRIOR_SOURCES[0]
     member_generations: int = 2
     representative_round_cap: int = 10

@@ -16,7 +16,11 @@ from bcd_core.tuning.events import RoundFinished, SessionMessage
 from bcd_core.tuning.session import prepare_model, run_session
 from bcd_core.tuning.settings import TuneSettings
 
-SETTINGS = TuneSettings(strategy="bcd", trials_per_task=8, trials_per_round=4, representative_round_cap=2)
+# Diffusion from the representative only (bcd-algorithm.md), which most tests here check;
+# test_cluster_priors_* checks the default, cluster priors.
+SETTINGS = TuneSettings(
+    strategy="bcd", trials_per_task=8, trials_per_round=4, representative_round_cap=2, prior_source="representative"
+)
 
 
 @pytest.fixture(scope="module")
@@ -391,12 +395,12 @@ def test_cluster_priors_draw_on_every_other_task_faster_per_flop(
     assert plan.source_best(member) == pytest.approx(expected)
     # The representative receives programs too once its phase 1 is over (it is, at the end).
     assert plan.receives_diffusion(rep) and plan.receives_diffusion(member)
+    # A resumed plan restores what every task's sources had reached at its last diffusion.
+    assert live.representative_best_at_diffusion
+    assert plan.representative_best_at_diffusion == pytest.approx(live.representative_best_at_diffusion)
     # Once it has received programs, a task gets more only when its sources got better since.
     plan.representative_best_at_diffusion[member] = plan.source_best(member)
     assert plan.refresh_improvement(member) == 0 and plan.diffusion_batch(member, 4) is None
     plan.representative_best_at_diffusion[member] = 2 * plan.source_best(member)
     assert plan.refresh_improvement(member) == pytest.approx(0.5)
-    # A resumed plan restores what every task's sources had reached at its last diffusion.
-    assert live.representative_best_at_diffusion
-    assert plan.representative_best_at_diffusion == pytest.approx(live.representative_best_at_diffusion)
     assert any(t["origin"] == "diffused" for t in trials_of(store, run.session_id, member))

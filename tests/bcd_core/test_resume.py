@@ -133,3 +133,25 @@ def test_resume_refuses_a_session_whose_model_or_target_changed(tiny_convnet: Pa
     assert old_tool.returncode == 2
     assert "written by bcd 0.0.1" in old_tool.stderr and "--new-session" in old_tool.stderr
     assert committed_trials(db) == before
+
+
+def test_a_bcd_session_written_before_an_identity_key_resumes_with_what_it_ran() -> None:
+    import json
+
+    from bcd_core.tuning.session import settings_of_session, stored_identity
+    from bcd_core.tuning.settings import IDENTITY_BEFORE_KEYS, TuneSettings
+
+    today = TuneSettings(strategy="bcd").identity()
+    older = {k: v for k, v in today.items() if k not in IDENTITY_BEFORE_KEYS}
+    session = {"strategy": "bcd", "settings": json.dumps(older)}
+    resumed = settings_of_session(session, TuneSettings())
+    assert (resumed.prior_source, resumed.split_heavier_than, resumed.representative_rule) == (
+        "representative",
+        0.0,
+        "similar",
+    )
+    assert resumed.identity() == stored_identity(session)
+    # A session that stored the keys keeps its own values; a stock session has none of them.
+    assert stored_identity({"strategy": "bcd", "settings": json.dumps(today)}) == today
+    stock = TuneSettings(strategy="metaschedule").identity()
+    assert stored_identity({"strategy": "metaschedule", "settings": json.dumps(stock)}) == stock

@@ -1,4 +1,4 @@
-"""The settings panel's representative rule, and the cluster preview it gives."""
+"""The settings panel's representative rule, split ratio and prior source, and the cluster preview."""
 
 from __future__ import annotations
 
@@ -49,3 +49,14 @@ def test_the_split_ratio_reaches_the_settings_and_the_preview(qtbot, window, une
     panel.set_enabled_for_tuning(False)
     assert not panel.split_heavier_than.isEnabled()
     panel.set_enabled_for_tuning(True)
+
+
+def test_the_prior_source_reaches_the_settings(qtbot, window) -> None:
+    panel = window.settings_panel
+    assert panel.settings().prior_source == "cluster"  # the engine's default
+    panel.prior_source.setCurrentText("representative")
+    assert panel.settings().prior_source == "representative"
+    panel.set_enabled_for_tuning(False)
+    assert not panel.prior_source.isEnabled()
+    panel.set_enabled_for_tuning(True)
+    assert panel.prior_source.isEnabled()
