@@ -9,6 +9,26 @@ bcd_only() {  # model, out folder, baseline store, extra bcd options
     mkdir -p "$2" && cp "$3" "$2/metaschedule.db"
     bcd bench "../shared/models/$1.onnx" --trials-per-task 32 --trials-per-round 16 --out "$2" "${@:4}"
 }
+# Twelfth session of 2026-11-24 (docs/benchmarks.md, first section): cluster priors (now the
+# default) and --split-heavier-than, each against the baseline of a fresh pair. The pairs ran
+# when "representative" was the default; cluster-ad and both-ad ran commit 5597be0 (no gate).
+for run in ad ae af; do
+    bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 \
+        --prior-source representative --out docs/bench/squeezenet-32$run
+    bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/cluster-$run docs/bench/squeezenet-32$run/metaschedule.db \
+        --prior-source cluster
+done
+for run in ad ae; do
+    bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/split-$run docs/bench/squeezenet-32$run/metaschedule.db \
+        --prior-source representative --split-heavier-than 8
+    bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/both-$run docs/bench/squeezenet-32$run/metaschedule.db \
+        --prior-source cluster --split-heavier-than 8
+done
+python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{ad,ae,af}/squeezenet1_1-bench.json \
+    --bcd docs/bench/squeezenet-bcd-only/{cluster-ad,cluster-ae,cluster-af,both-ad,both-ae}/squeezenet1_1-bench.json \
+    --plot docs/bench/squeezenet-pairs-12-cluster.png
+python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{ad,ae,af}/squeezenet1_1-bench.json \
+    --bcd docs/bench/squeezenet-32{ad,ae,af}/squeezenet1_1-bench.json --plot docs/bench/squeezenet-pairs-12-default.png
 # Eleventh session of 2026-11-24 (docs/benchmarks.md, first section): the new --representative
 # heaviest against the default, in fresh SqueezeNet pairs, and a stage profile of each strategy.
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/heavy-w docs/bench/squeezenet-32w/metaschedule.db \
