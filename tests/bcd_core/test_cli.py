@@ -152,11 +152,11 @@ def test_prior_source_option_reaches_the_settings_and_is_checked() -> None:
     from bcd_core.cli import build_parser, settings_from_args
     from bcd_core.tuning.settings import TuneSettings
 
-    chosen = build_parser().parse_args(["tune", str(SAMPLE_MODEL), "--prior-source", "cluster"])
-    assert settings_from_args(chosen).prior_source == "cluster"
-    assert settings_from_args(chosen).identity()["prior_source"] == "cluster"
+    chosen = build_parser().parse_args(["tune", str(SAMPLE_MODEL), "--prior-source", "representative"])
+    assert settings_from_args(chosen).prior_source == "representative"
+    assert settings_from_args(chosen).identity()["prior_source"] == "representative"
     default = build_parser().parse_args(["tune", str(SAMPLE_MODEL)])
-    assert settings_from_args(default).prior_source == TuneSettings().prior_source == "representative"
+    assert settings_from_args(default).prior_source == TuneSettings().prior_source == "cluster"
     with pytest.raises(SystemExit):
         build_parser().parse_args(["tune", str(SAMPLE_MODEL), "--prior-source", "everyone"])
     with pytest.raises(ValueError, match="prior source"):
