@@ -92,7 +92,8 @@ class BcdPlan:
         self.skipped: set[int] = set()
         self.total_budget = run.trials_total
         self.diffused_from: dict[int, set[int]] = {}  # member -> prior trial ids it has received
-        # member -> its representative's best latency when the member last received programs
+        # task -> `source_best` when it last received programs: its representative's best
+        # latency, or with cluster priors its sources' best per FLOP scaled to its FLOPs
         self.representative_best_at_diffusion: dict[int, float] = {}
         self.sketches: dict[int, list[Any]] = {}
         self.searches: dict[int, BcdSearch] = {}
