@@ -29,6 +29,10 @@ python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{ad,ae,af}/squeeze
     --plot docs/bench/squeezenet-pairs-12-cluster.png
 python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{ad,ae,af}/squeezenet1_1-bench.json \
     --bcd docs/bench/squeezenet-32{ad,ae,af}/squeezenet1_1-bench.json --plot docs/bench/squeezenet-pairs-12-default.png
+bcd bench ../shared/models/bert_mini_l4_h256.onnx --trials-per-task 32 --trials-per-round 16 \
+    --out docs/bench/bert_mini-32p   # the new default (cluster priors)
+python docs/cross_pairs.py --baseline docs/bench/bert_mini-32{c,d,e,f,g,h,i,j,k,l,m,n,o,p}/bert_mini_l4_h256-bench.json \
+    --bcd docs/bench/bert_mini-32p/bert_mini_l4_h256-bench.json
 # Eleventh session of 2026-11-24 (docs/benchmarks.md, first section): the new --representative
 # heaviest against the default, in fresh SqueezeNet pairs, and a stage profile of each strategy.
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/heavy-w docs/bench/squeezenet-32w/metaschedule.db \
