@@ -110,14 +110,16 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from bcd_core.tasks import extract_tasks
 
     start = time.perf_counter()
+    try:  # the tuner's own checks of these settings, before the model is imported
+        TuneSettings(representative_rule=args.representative_rule, split_heavier_than=args.split_heavier_than)
+    except ValueError as err:
+        raise BcdError(str(err)) from err
     target = parse_target(args.target)
     imported = import_model(args.model, parse_input_shapes(args.input_shape))
     tasks = extract_tasks(imported.relax_mod, target)
     # Coarsest key first, so the table reads from operator kind down to design-space detail.
     rule = args.representative_rule
     split = args.split_heavier_than
-    if split != 0 and split < 1:
-        raise BcdError("--split-heavier-than must be 0 (off) or a ratio of 1 or more")
     by_mode = {
         mode: cluster_tasks(tasks, mode, rule=rule, split_heavier_than=split)
         for mode in ("operator", "loose-sketch", "sketch")
