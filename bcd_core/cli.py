@@ -460,8 +460,9 @@ def _add_budget_options(parser: argparse.ArgumentParser) -> None:
         "--prior-source",
         default=TUNE_DEFAULTS.prior_source,
         choices=list(PRIOR_SOURCES),
-        help="bcd: whose programs are diffused into a task: its representative's (the default, as "
-        "bcd-algorithm.md), or any other task's of its cluster that beats the task's own best per FLOP (cluster)",
+        help="bcd: whose programs are diffused into a task: any other task's of its cluster that beats the "
+        "task's own best per FLOP (cluster, the default), or its representative's only (representative, as "
+        "bcd-algorithm.md)",
     )
     parser.add_argument(
         "--phase-one-patience",

@@ -89,11 +89,15 @@ def context_for(task, target) -> ms.TuneContext:
     )
 
 
-def run_prim_func(mod: tvm.IRModule, target, arrays: list[np.ndarray]) -> np.ndarray:
+def run_prim_func(mod: tvm.IRModule, target, arrays: list[np.ndarray], device=None) -> np.ndarray:
     built = tvm.tirx.build(mod, target=target)
-    tensors = [tvm.runtime.tensor(a) for a in arrays]
+    tensors = [tvm.runtime.tensor(a, device) for a in arrays]
     built(*tensors)
     return tensors[-1].numpy()
+
+
+def cuda_available() -> bool:
+    return tvm.runtime.enabled("cuda") and tvm.cuda().exist
 
 
 def test_diffused_programs_are_valid_and_correct(conv_tasks, host) -> None:
@@ -109,8 +113,9 @@ def test_diffused_programs_are_valid_and_correct(conv_tasks, host) -> None:
     assert_compute_like(member, result.programs, host)
 
 
-def assert_compute_like(member, programs, host) -> None:
-    """Each program is scheduled and computes what the unscheduled member computes."""
+def assert_compute_like(member, programs, host, target=None, device=None) -> None:
+    """Each program is scheduled and computes what the unscheduled member computes (run on
+    the host CPU; the programs run on `target` and `device`, the host by default)."""
     rng = np.random.default_rng(0)
     args = ms.arg_info.ArgInfo.from_prim_func(member.mod["main"])
     arrays = [rng.standard_normal([int(d) for d in a.shape]).astype(a.dtype) for a in args]
@@ -118,7 +123,7 @@ def assert_compute_like(member, programs, host) -> None:
     expected = run_prim_func(member.mod, host, arrays)
     for program in programs:
         assert program.schedule.mod.script() != member.mod.script(), "the program must be scheduled"
-        got = run_prim_func(program.schedule.mod, host, arrays)
+        got = run_prim_func(program.schedule.mod, target or host, arrays, device)
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
 
@@ -175,9 +180,9 @@ def test_no_matching_sketch_is_reported(conv_tasks, tiny_mlp: Path, host) -> Non
     assert result.matched_sketch is None and result.programs == []
 
 
-def test_cuda_design_spaces_diffuse_and_pass_gpu_verification(model_dir: Path) -> None:
-    """CUDA path on a CPU-only machine: design spaces, diffusion and post-processing
-    (including VerifyGPUCode) without building or running."""
+def diffuse_on_cuda(model_dir: Path):
+    """Diffusion into a CUDA convolution from sampled programs of its representative that
+    pass the GPU post-processors: (target, member, result)."""
     from bcd_core.target import parse_target
 
     target = parse_target("nvidia/nvidia-h100")
@@ -202,5 +207,19 @@ def test_cuda_design_spaces_diffuse_and_pass_gpu_verification(model_dir: Path) -
             break
     assert priors, "no valid representative program sampled"
     result = diffuse(context, list(context.generate_design_space()), priors, count=4, seed=0)
+    return target, member, result
+
+
+def test_cuda_design_spaces_diffuse_and_pass_gpu_verification(model_dir: Path) -> None:
+    """CUDA path on a CPU-only machine: design spaces, diffusion and post-processing
+    (including VerifyGPUCode) without building or running."""
+    _, _, result = diffuse_on_cuda(model_dir)
     assert result.matched_sketch is not None
     assert result.programs, f"all {result.attempted} diffused programs were rejected"
+
+
+@pytest.mark.skipif(not cuda_available(), reason="needs an NVIDIA GPU")
+def test_diffused_cuda_programs_compute_correctly_on_the_gpu(model_dir: Path, host) -> None:
+    target, member, result = diffuse_on_cuda(model_dir)
+    assert result.programs, f"all {result.attempted} diffused programs were rejected"
+    assert_compute_like(member, result.programs, host, target=target, device=tvm.cuda())
