@@ -18,6 +18,7 @@ from bcd_core.errors import BcdError
 from bcd_core.formatting import format_duration, format_flops, format_latency
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.settings import (
+    AUTO_CLUSTER_PRIORS_MIN_TASKS,
     CLUSTER_MODES,
     DEFAULT_CLUSTER_MODE,
     LATE_COST_MODELS,
@@ -461,8 +462,9 @@ def _add_budget_options(parser: argparse.ArgumentParser) -> None:
         default=TUNE_DEFAULTS.prior_source,
         choices=list(PRIOR_SOURCES),
         help="bcd: whose programs are diffused into a task: any other task's of its cluster that beats the "
-        "task's own best per FLOP (cluster, the default), or its representative's only (representative, as "
-        "bcd-algorithm.md)",
+        "task's own best per FLOP (cluster), its representative's only (representative, as bcd-algorithm.md), "
+        f"or cluster when the model has a cluster of {AUTO_CLUSTER_PRIORS_MIN_TASKS} or more tasks and "
+        "representative otherwise (auto, the default)",
     )
     parser.add_argument(
         "--phase-one-patience",

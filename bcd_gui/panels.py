@@ -27,6 +27,7 @@ from bcd_core.formatting import format_duration, format_flops, format_latency
 from bcd_core.model_import import parse_input_shapes
 from bcd_core.session_view import Provenance, SessionSnapshot
 from bcd_core.tuning.settings import (
+    AUTO_CLUSTER_PRIORS_MIN_TASKS,
     CLUSTER_MODES,
     PRIOR_SOURCES,
     REPRESENTATIVE_RULES,
@@ -65,7 +66,8 @@ class SettingsPanel(QWidget):
         self.prior_source.setCurrentText(DEFAULTS.prior_source)
         self.prior_source.setToolTip(
             "Whose programs are diffused into a task: cluster (any other task of its cluster whose "
-            "program beats the task's own best per FLOP) or representative (its representative's only)"
+            "program beats the task's own best per FLOP), representative (its representative's only), or "
+            f"auto (cluster when the model has a cluster of {AUTO_CLUSTER_PRIORS_MIN_TASKS} or more tasks)"
         )
         # Whole ratios are fine here; 0 shows as "off" (the engine's meaning of 0).
         self.split_heavier_than = QSpinBox()

@@ -14,7 +14,8 @@ later ones MetaSchedule's standard search over its full design space. A task who
 improving (by at least 1 %, about the timing noise) counts for less each round and searches
 more widely; a member whose representative improved expects as much from its refreshed
 prior.
-With cluster priors (the default, `prior_source`), a task's diffusion draws on every other
+With cluster priors (`prior_source` "cluster", or "auto", the default, on a model with a
+large cluster), a task's diffusion draws on every other
 task of its cluster, not only the representative: any program faster per FLOP than the task's
 own best, once its sources got better since its last diffusion (the representative too, after
 its phase 1).
@@ -32,6 +33,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
+from collections import Counter
 from contextlib import closing
 from typing import Any
 
@@ -48,6 +50,7 @@ from bcd_core.target import host_core_count
 from bcd_core.tuning.control import ControlRequest
 from bcd_core.tuning.measure import make_builder, make_runner
 from bcd_core.tuning.session import RecordTrials, TuningRun, standard_callbacks
+from bcd_core.tuning.settings import AUTO_CLUSTER_PRIORS_MIN_TASKS
 
 log = logging.getLogger("bcd.tuning.bcd")
 UNLIMITED = 10**9
@@ -110,6 +113,7 @@ class BcdPlan:
         self._restore_from_store()
         self._restore_cluster_changes()
         self.recluster()
+        self.announce_prior_source()
         self.fit_phase_one_to_budget()
         self._restore_phase_one_cuts()
         self._restore_representative_best_at_diffusion()
@@ -324,7 +328,35 @@ class BcdPlan:
 
     @property
     def cluster_priors(self) -> bool:
-        return self.settings.prior_source == "cluster"
+        source = self.settings.prior_source
+        if source == "auto":
+            return self.largest_cluster_size >= AUTO_CLUSTER_PRIORS_MIN_TASKS
+        return source == "cluster"
+
+    def announce_prior_source(self) -> None:
+        if self.settings.prior_source == "auto":
+            chosen = "the whole cluster" if self.cluster_priors else "the representative"
+            self.run.message(
+                "info",
+                f"prior source auto: diffusing from {chosen} (the largest cluster with 1 % of the work or more has "
+                f"{self.largest_cluster_size} tasks; {AUTO_CLUSTER_PRIORS_MIN_TASKS} or more diffuse from the whole "
+                "cluster)",
+            )
+
+    @property
+    def largest_cluster_size(self) -> int:
+        """Tasks in the model's largest cluster that is not minor (reshapes and the like can be
+        many, with no work). Of the model's own clustering (no user moves, no splits): so that
+        "auto" means one thing for a session from its start to its resume."""
+        sizes: Counter[str] = Counter()
+        work: Counter[str] = Counter()
+        for task in self.run.tasks:
+            key = cluster_key(task, self.settings.cluster_mode)
+            sizes[key] += 1
+            work[key] += task.weighted_flops
+        total = self.total_weighted_flops
+        major = [key for key in sizes if total <= 0 or work[key] / total >= self.settings.minor_cluster_share]
+        return max((sizes[key] for key in major), default=0)
 
     def prior_sources(self, task_index: int) -> list[int]:
         """The tasks whose programs are diffused into `task_index`: its representative, or

@@ -13,7 +13,11 @@ DEFAULT_CLUSTER_MODE = CLUSTER_MODES[0]
 REPRESENTATIVE_RULES = ("similar", "heaviest")
 DEFAULT_REPRESENTATIVE_RULE = REPRESENTATIVE_RULES[0]
 LATE_COST_MODELS = ("metaschedule", "shared")
-PRIOR_SOURCES = ("cluster", "representative")  # the default first
+PRIOR_SOURCES = ("auto", "cluster", "representative")  # the default first
+# "auto" diffuses from the whole cluster when the model has a (not minor) cluster of at least
+# this many tasks, from the representative otherwise: cluster priors won on SqueezeNet and
+# ResNet-18 (largest clusters 14 and 12 tasks) and lost on BERT-mini (4), docs/benchmarks.md.
+AUTO_CLUSTER_PRIORS_MIN_TASKS = 8
 # What a bcd session stored before these identity keys existed was tuned with: resuming it
 # by id keeps that, and a tune with other values starts a new session.
 IDENTITY_BEFORE_KEYS = {"representative_rule": "similar", "split_heavier_than": 0.0, "prior_source": "representative"}
@@ -64,8 +68,9 @@ class TuneSettings:
     # "diffusion replay": 8 came closer to the members' final programs than 2 or 4).
     prior_top_k: int = 8
     # Whose programs a task's diffusion draws on: every other task's of its cluster, ranked by
-    # time per FLOP ("cluster", the default), or its representative's only ("representative",
-    # bcd-algorithm.md). With "cluster", a program one task finds that beats another's best
+    # time per FLOP ("cluster"), or its representative's only ("representative",
+    # bcd-algorithm.md); "auto" (the default) picks by the model's largest cluster
+    # (AUTO_CLUSTER_PRIORS_MIN_TASKS). With "cluster", a program one task finds that beats another's best
     # per FLOP is diffused into it (the representative too, after its phase 1), so one
     # task's lucky find reaches the others instead of each member staying in its
     # representative's basin: SqueezeNet's 3x3 members lost most where that one was poor

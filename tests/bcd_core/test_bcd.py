@@ -10,6 +10,7 @@ import pytest
 from bcd_core.clustering import cluster_tasks
 from bcd_core.cost_model import phased
 from bcd_core.records.store import RecordStore
+from bcd_core.tuning import bcd as bcd_module
 from bcd_core.tuning.bcd import BcdPlan, stalled_rounds
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import RoundFinished, SessionMessage
@@ -17,7 +18,7 @@ from bcd_core.tuning.session import prepare_model, run_session
 from bcd_core.tuning.settings import TuneSettings
 
 # Diffusion from the representative only (bcd-algorithm.md), which most tests here check;
-# test_cluster_priors_* checks the default, cluster priors.
+# test_cluster_priors_* checks cluster priors, and "auto", the default, that picks between them.
 SETTINGS = TuneSettings(
     strategy="bcd", trials_per_task=8, trials_per_round=4, representative_round_cap=2, prior_source="representative"
 )
@@ -364,9 +365,9 @@ def run_cluster_rows(rows: dict[int, dict]) -> list[list[dict]]:
 
 
 def test_cluster_priors_draw_on_every_other_task_faster_per_flop(
-    tmp_path: Path, conv_cluster_model: Path, host, layout
+    tmp_path: Path, conv_cluster_model: Path, host, layout, monkeypatch
 ) -> None:
-    _, conv = layout
+    prepared, conv = layout
     settings = replace(SETTINGS, prior_source="cluster")
     run = run_session(conv_cluster_model, tmp_path / "cluster.db", host, settings)
     live = run.batch_hooks[0].__self__
@@ -398,6 +399,14 @@ def test_cluster_priors_draw_on_every_other_task_faster_per_flop(
     # A resumed plan restores what every task's sources had reached at its last diffusion.
     assert live.representative_best_at_diffusion
     assert plan.representative_best_at_diffusion == pytest.approx(live.representative_best_at_diffusion)
+    # "auto" diffuses from the whole cluster only where the model has a large cluster.
+    assert TuneSettings().prior_source == "auto"
+    plan.settings = replace(settings, prior_source="auto")
+    largest = max(c.size for c in cluster_tasks(prepared.tasks, settings.cluster_mode) if not plan.is_minor(c))
+    assert plan.largest_cluster_size == largest == conv.size < bcd_module.AUTO_CLUSTER_PRIORS_MIN_TASKS
+    assert not plan.cluster_priors and plan.prior_sources(member) == [rep]
+    monkeypatch.setattr(bcd_module, "AUTO_CLUSTER_PRIORS_MIN_TASKS", largest)
+    assert plan.cluster_priors and sorted(plan.prior_sources(member)) == sorted([rep, other])
     # Once it has received programs, a task gets more only when its sources got better since.
     plan.representative_best_at_diffusion[member] = plan.source_best(member)
     assert plan.refresh_improvement(member) == 0 and plan.diffusion_batch(member, 4) is None

@@ -156,7 +156,7 @@ def test_prior_source_option_reaches_the_settings_and_is_checked() -> None:
     assert settings_from_args(chosen).prior_source == "representative"
     assert settings_from_args(chosen).identity()["prior_source"] == "representative"
     default = build_parser().parse_args(["tune", str(SAMPLE_MODEL)])
-    assert settings_from_args(default).prior_source == TuneSettings().prior_source == "cluster"
+    assert settings_from_args(default).prior_source == TuneSettings().prior_source == "auto"
     with pytest.raises(SystemExit):
         build_parser().parse_args(["tune", str(SAMPLE_MODEL), "--prior-source", "everyone"])
     with pytest.raises(ValueError, match="prior source"):

@@ -53,7 +53,7 @@ def test_the_split_ratio_reaches_the_settings_and_the_preview(qtbot, window, une
 
 def test_the_prior_source_reaches_the_settings(qtbot, window) -> None:
     panel = window.settings_panel
-    assert panel.settings().prior_source == "cluster"  # the engine's default
+    assert panel.settings().prior_source == "auto"  # the engine's default
     panel.prior_source.setCurrentText("representative")
     assert panel.settings().prior_source == "representative"
     panel.set_enabled_for_tuning(False)
