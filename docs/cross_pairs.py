@@ -48,6 +48,13 @@ def main() -> None:
         f"range {min(reached, default=0):.2f}-{max(reached, default=0):.2f}x where reached, "
         f"{sum(1 for s in speedups if s >= 2)} at 2x or more, {len(speedups) - len(reached)} never reached"
     )
+    baseline_runs = [timeline(f, "metaschedule") for f in args.baseline]
+    bcd_runs = [timeline(f, "bcd") for f in args.bcd]
+    grid = time_grid(baseline_runs + bcd_runs)
+    mean_baseline, mean_bcd = mean_curve(baseline_runs, grid), mean_curve(bcd_runs, grid)
+    final, t_b, t_d, speedup = speedup_at_equal_latency(mean_baseline, mean_bcd)
+    reached = f"at {t_d:.0f} s, {speedup:.2f}x" if speedup else "never"
+    print(f"mean curves: baseline's final {final * 1e3:.3f} ms at {t_b:.0f} s; BCD's mean reached it {reached}")
     if args.plot:
         plot_runs(args.baseline, args.bcd, args.plot)
 
@@ -58,6 +65,17 @@ def estimate_at(steps: list[tuple[float, float]], when: float) -> float | None:
     return min(reached) if reached else None
 
 
+def time_grid(runs: list[list[tuple[float, float]]], points: int = 200) -> list[float]:
+    end = max(t for steps in runs for t, _ in steps)
+    return [end * i / points for i in range(points + 1)]
+
+
+def mean_curve(runs: list[list[tuple[float, float]]], grid: list[float]) -> list[tuple[float, float]]:
+    """The mean of the runs' best estimates at each grid time where every run had one (seconds, s)."""
+    values = [(t, [estimate_at(steps, t) for steps in runs]) for t in grid]
+    return [(t, statistics.fmean(v)) for t, v in values if all(x is not None for x in v)]
+
+
 def plot_runs(baselines: list[Path], bcds: list[Path], path: Path) -> None:
     import matplotlib
 
@@ -66,18 +84,16 @@ def plot_runs(baselines: list[Path], bcds: list[Path], path: Path) -> None:
 
     figure, axis = plt.subplots(figsize=(8, 4.5), dpi=110)
     groups = (("metaschedule", baselines, "#7f7f7f", "stock MetaSchedule"), ("bcd", bcds, "#1f77b4", "BCD"))
-    end = max(t for strategy, files, _, _ in groups for f in files for t, _ in timeline(f, strategy))
-    grid = [end * i / 200 for i in range(201)]
+    grid = time_grid([timeline(f, strategy) for strategy, files, _, _ in groups for f in files])
     for strategy, files, color, label in groups:
         runs = [timeline(f, strategy) for f in files]
         for steps in runs:
             xs, ys = [t / 60 for t, _ in steps], [latency * 1e3 for _, latency in steps]
             axis.step(xs, ys, where="post", color=color, linewidth=0.8, alpha=0.45)
-        mean = [(t, [estimate_at(steps, t) for steps in runs]) for t in grid]
-        mean = [(t / 60, statistics.fmean(v) * 1e3) for t, v in mean if all(x is not None for x in v)]
+        mean = mean_curve(runs, grid)
         axis.plot(
-            [t for t, _ in mean],
-            [v for _, v in mean],
+            [t / 60 for t, _ in mean],
+            [v * 1e3 for _, v in mean],
             color=color,
             linewidth=2.4,
             label=f"{label}: mean of {len(runs)} runs",

@@ -9,6 +9,24 @@ bcd_only() {  # model, out folder, baseline store, extra bcd options
     mkdir -p "$2" && cp "$3" "$2/metaschedule.db"
     bcd bench "../shared/models/$1.onnx" --trials-per-task 32 --trials-per-round 16 --out "$2" "${@:4}"
 }
+# Thirteenth session of 2026-11-24 (docs/benchmarks.md, first section): fresh pairs of the
+# default (cluster priors) on ResNet-18, BERT-mini and SqueezeNet; cross pairs and mean curves.
+for run in k l m; do
+    bcd bench ../shared/models/resnet18.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/resnet18-32$run
+done
+python docs/cross_pairs.py --baseline docs/bench/resnet18-32{k,l,m}/resnet18-bench.json \
+    --bcd docs/bench/resnet18-32{k,l,m}/resnet18-bench.json --plot docs/bench/resnet18-pairs-13.png
+for run in q r s; do
+    bcd bench ../shared/models/bert_mini_l4_h256.onnx --trials-per-task 32 --trials-per-round 16 \
+        --out docs/bench/bert_mini-32$run
+done
+python docs/cross_pairs.py --baseline docs/bench/bert_mini-32{q,r,s}/bert_mini_l4_h256-bench.json \
+    --bcd docs/bench/bert_mini-32{p,q,r,s}/bert_mini_l4_h256-bench.json --plot docs/bench/bert_mini-pairs-13.png
+bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/squeezenet-32ag
+python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{ad,ae,af,ag}/squeezenet1_1-bench.json \
+    --bcd docs/bench/squeezenet-bcd-only/cluster-{ae,af}/squeezenet1_1-bench.json \
+    docs/bench/squeezenet-32ag/squeezenet1_1-bench.json --plot docs/bench/squeezenet-pairs-13.png
+# CUDA on a lent H100 (docs/benchmarks.md, last section): TPT=16 docs/run_cuda_check.sh
 # Twelfth session of 2026-11-24 (docs/benchmarks.md, first section): cluster priors (now the
 # default) and --split-heavier-than, each against the baseline of a fresh pair. The pairs ran
 # when "representative" was the default; cluster-ad and both-ad ran commit 5597be0 (no gate).
