@@ -10,7 +10,8 @@ bcd_only() {  # model, out folder, baseline store, extra bcd options
     bcd bench "../shared/models/$1.onnx" --trials-per-task 32 --trials-per-round 16 --out "$2" "${@:4}"
 }
 # Thirteenth session of 2026-11-24 (docs/benchmarks.md, first section): fresh pairs of the
-# default (cluster priors) on ResNet-18, BERT-mini and SqueezeNet; cross pairs and mean curves.
+# default then (cluster priors, code 2f6e70f) on ResNet-18, BERT-mini and SqueezeNet, and BERT-mini
+# with representative priors; cross pairs and mean curves.
 for run in k l m; do
     bcd bench ../shared/models/resnet18.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/resnet18-32$run
 done
@@ -22,6 +23,13 @@ for run in q r s; do
 done
 python docs/cross_pairs.py --baseline docs/bench/bert_mini-32{q,r,s}/bert_mini_l4_h256-bench.json \
     --bcd docs/bench/bert_mini-32{p,q,r,s}/bert_mini_l4_h256-bench.json --plot docs/bench/bert_mini-pairs-13.png
+for run in q r s; do  # what `auto` (now the default) does on BERT-mini, against the same baselines
+    bcd_only bert_mini_l4_h256 docs/bench/bert_mini-bcd-only/representative-$run \
+        docs/bench/bert_mini-32$run/metaschedule.db --prior-source representative
+done
+python docs/cross_pairs.py --baseline docs/bench/bert_mini-32{q,r,s}/bert_mini_l4_h256-bench.json \
+    --bcd docs/bench/bert_mini-bcd-only/representative-{q,r,s}/bert_mini_l4_h256-bench.json \
+    --plot docs/bench/bert_mini-pairs-13-representative.png
 bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/squeezenet-32ag
 python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{ad,ae,af,ag}/squeezenet1_1-bench.json \
     --bcd docs/bench/squeezenet-bcd-only/cluster-{ae,af}/squeezenet1_1-bench.json \
