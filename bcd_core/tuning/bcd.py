@@ -35,6 +35,7 @@ import tempfile
 import time
 from collections import Counter
 from contextlib import closing
+from functools import cached_property
 from typing import Any
 
 import tvm_ffi
@@ -343,7 +344,7 @@ class BcdPlan:
                 "cluster)",
             )
 
-    @property
+    @cached_property  # fixed for the session, and asked for whenever a prior is
     def largest_cluster_size(self) -> int:
         """Tasks in the model's largest cluster that is not minor (reshapes and the like can be
         many, with no work). Of the model's own clustering (no user moves, no splits): so that
