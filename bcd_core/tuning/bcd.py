@@ -33,7 +33,6 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
-from collections import Counter
 from contextlib import closing
 from functools import cached_property
 from typing import Any
@@ -349,15 +348,8 @@ class BcdPlan:
         """Tasks in the model's largest cluster that is not minor (reshapes and the like can be
         many, with no work). Of the model's own clustering (no user moves, no splits): so that
         "auto" means one thing for a session from its start to its resume."""
-        sizes: Counter[str] = Counter()
-        work: Counter[str] = Counter()
-        for task in self.run.tasks:
-            key = cluster_key(task, self.settings.cluster_mode)
-            sizes[key] += 1
-            work[key] += task.weighted_flops
-        total = self.total_weighted_flops
-        major = [key for key in sizes if total <= 0 or work[key] / total >= self.settings.minor_cluster_share]
-        return max((sizes[key] for key in major), default=0)
+        own = cluster_tasks(self.run.tasks, self.settings.cluster_mode)
+        return max((cluster.size for cluster in own if not self.is_minor(cluster)), default=0)
 
     def prior_sources(self, task_index: int) -> list[int]:
         """The tasks whose programs are diffused into `task_index`: its representative, or
