@@ -3,4 +3,4 @@
 Headless by design: nothing in this package may import Qt.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

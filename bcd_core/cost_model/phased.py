@@ -7,7 +7,7 @@ MetaSchedule's XGBModel (one prediction per buffer store, summed) predicts rando
 until it has `num_warmup_samples` samples, but with hundreds of samples from every task it
 guided the members' own rounds better: with it alone as BCD's model, SqueezeNet's 3x3 members
 improved in 54 % of their own rounds instead of 17-41 %, while the representatives, tuned
-before it had data, fell behind (docs/benchmarks.md, run ad).
+before it had data, fell behind (docs/history/benchmarks-until-2026-11-24.md, run ad).
 """
 
 from __future__ import annotations

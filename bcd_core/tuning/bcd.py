@@ -31,9 +31,7 @@ first (`BcdSearch`).
 from __future__ import annotations
 
 import logging
-import tempfile
 import time
-from contextlib import closing
 from functools import cached_property
 from typing import Any
 
@@ -42,20 +40,17 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.schedule import Trace
 
-from bcd_core.clustering import Cluster, cluster_key, cluster_of, cluster_tasks
-from bcd_core.cost_model.phased import PhasedCostModel, python_model
-from bcd_core.cost_model.xgb import SharedXGBModel
+from bcd_core.clustering import Cluster, cluster_tasks
+from bcd_core.cost_model.phased import python_model
 from bcd_core.diffusion import diffuse
-from bcd_core.target import host_core_count
-from bcd_core.tuning.control import ControlRequest
-from bcd_core.tuning.measure import make_builder, make_runner
-from bcd_core.tuning.session import RecordTrials, TuningRun, standard_callbacks
+from bcd_core.tuning.driver import drive
+from bcd_core.tuning.priors import MIN_IMPROVEMENT, distinct_programs, faster_per_flop
+from bcd_core.tuning.session import TuningRun
 from bcd_core.tuning.settings import AUTO_CLUSTER_PRIORS_MIN_TASKS
+from bcd_core.tuning.steering import ClusterSteering, honour_control
 
 log = logging.getLogger("bcd.tuning.bcd")
-UNLIMITED = 10**9
 GRADIENT_WINDOW = 3
-SINGLETON_PREFIX = "single:"
 STOCK_GENERATIONS = 4  # EvolutionarySearch's default genetic_num_iters
 MEMBER_ROUNDS = 2  # phase 2 per member: the diffusion round, then one seeded round
 # Each round in a row without a better program halves a task's phase-3 gain (a search stuck
@@ -63,9 +58,6 @@ MEMBER_ROUNDS = 2  # phase 2 per member: the diffusion round, then one seeded ro
 # of its batch are unguided samples instead of the cost model's picks (any round of the
 # standard search: phase 3, and a representative's later phase-1 rounds).
 STALL_DECAY = 0.5
-# A new best less than 1 % faster than the old one is within the timing noise of repeated
-# measurements here: it does not count as progress.
-MIN_IMPROVEMENT = 0.01
 EXPLORE_AFTER_STALLS = 2
 EXPLORE_EPS = 0.5
 STOCK_EPS = 0.05  # EvolutionarySearch's default eps_greedy
@@ -82,18 +74,11 @@ def stalled_rounds(history: list[float]) -> int:
     return stalled
 
 
-class BcdPlan:
-    """The strategy's state: clusters, phases, priors, budgets, and what the user changed."""
+class BcdPlan(ClusterSteering):
+    """The strategy's state: phases, priors and budgets, over the steered clusters."""
 
     def __init__(self, run: TuningRun) -> None:
-        self.run = run
-        self.settings = run.settings
-        self.moved: dict[int, str] = {}
-        self.representative_overrides: dict[str, int] = {}
-        self.priority: list[str] = []  # user's cluster order (keys); empty = by cost
-        self.task_caps: dict[int, int] = {}
-        self.skipped: set[int] = set()
-        self.total_budget = run.trials_total
+        super().__init__(run)
         self.diffused_from: dict[int, set[int]] = {}  # member -> prior trial ids it has received
         # task -> `source_best` when it last received programs: its representative's best
         # latency, or with cluster priors its sources' best per FLOP scaled to its FLOPs
@@ -105,13 +90,11 @@ class BcdPlan:
         self.phase_one_cut: set[int] = set()  # representatives whose phase 1 ended on stalling
         self.last_choice: int | None = None
         self.late_model_announced = False
-        self.clusters: list[Cluster] = []  # filled by recluster()
         self.phase_one_scale = 1.0
         self.extended_phase_one_scale = 1.0
         # The model's total work, for cluster shares: fixed, and asked for every round.
         self.total_weighted_flops = sum(task.weighted_flops for task in run.tasks)
         self._restore_from_store()
-        self._restore_cluster_changes()
         self.recluster()
         self.announce_prior_source()
         self.fit_phase_one_to_budget()
@@ -122,11 +105,6 @@ class BcdPlan:
     # -- clusters ---------------------------------------------------------------------------
     def _restore_from_store(self) -> None:
         """On resume: which members were diffused already, and from which programs."""
-        for row in self.run.store.tasks(self.run.session_id):
-            if row["status"] == "skipped":
-                self.skipped.add(row["idx"])
-            if row["budget"] is not None and row["budget"] != self.settings.trials_per_task:
-                self.task_caps[row["idx"]] = row["budget"]  # a budget the user changed earlier
         index_of_row = {row_id: index for index, row_id in self.run.task_row_ids.items()}
         for trial in self.run.store.trials(self.run.session_id):
             if trial["origin"] == "diffused" and trial["source_trial_id"] is not None:
@@ -136,21 +114,6 @@ class BcdPlan:
             if row["fallback"]:
                 self.diffused_from.setdefault(row["idx"], set())
                 self.fallbacks.add(row["idx"])
-
-    def _restore_cluster_changes(self) -> None:
-        """On resume: the clusters as the session left them (recluster writes them to the task
-        rows), so a task the user moved, a representative the user chose and the user's
-        cluster order survive a stop or a crash."""
-        rows = [row for row in self.run.store.tasks(self.run.session_id) if row["cluster_key"] is not None]
-        if not rows:
-            return  # a new session
-        mode = self.settings.cluster_mode
-        for row in rows:
-            if row["cluster_key"] != cluster_key(self.run.tasks[row["idx"]], mode):
-                self.moved[row["idx"]] = row["cluster_key"]
-            if row["is_representative"]:
-                self.representative_overrides[row["cluster_key"]] = row["idx"]
-        self.priority = list(dict.fromkeys(row["cluster_key"] for row in sorted(rows, key=lambda r: r["cluster_id"])))
 
     def _restore_phase_one_cuts(self) -> None:
         """On resume: a representative short of its phase-1 rounds whose members were diffused
@@ -190,41 +153,6 @@ class BcdPlan:
                 before += [latency * scale for trial_id, latency in measured.get(source, []) if trial_id < first_id]
             if before:
                 self.representative_best_at_diffusion[member] = min(before)
-
-    def recluster(self) -> None:
-        # Keep representatives that were already chosen (moving a member out must not
-        # re-elect a representative whose members were tuned from another); the user's
-        # explicit choices win.
-        sticky = {c.key: c.representative for c in self.clusters}
-        overrides = {**sticky, **self.representative_overrides}
-        settings = self.settings
-        clusters = cluster_tasks(
-            self.run.tasks,
-            settings.cluster_mode,
-            self.moved,
-            overrides,
-            settings.representative_rule,
-            settings.split_heavier_than,
-        )
-        if self.priority:
-            rank = {key: i for i, key in enumerate(self.priority)}
-            clusters.sort(key=lambda c: (rank.get(c.key, len(rank)), c.id))
-        self.clusters = clusters
-        store = self.run.store
-        with store.transaction() as db:
-            for position, cluster in enumerate(clusters):
-                for index in cluster.members:
-                    db["tasks"].update(
-                        self.run.task_row_ids[index],
-                        {
-                            "cluster_id": position,
-                            "cluster_key": cluster.key,
-                            "is_representative": int(index == cluster.representative and cluster.size > 1),
-                        },
-                    )
-
-    def cluster_of(self, task_index: int) -> Cluster:
-        return cluster_of(self.clusters, task_index)
 
     def is_minor(self, cluster: Cluster) -> bool:
         """A cluster too small a share of the model's work to pay full phase-1/2 rounds for."""
@@ -312,19 +240,7 @@ class BcdPlan:
         """Top-k distinct measured programs of the representative (refreshed every call)."""
         run = self.run
         rows = run.store.top_records(run.workload_ids[representative], run.target_key, 8 * self.settings.prior_top_k)
-        return self._distinct_programs(rows)
-
-    def _distinct_programs(self, rows: list[dict[str, Any]]) -> list[tuple[int, Trace]]:
-        """(trial id, trace) of the first prior_top_k rows with distinct traces."""
-        programs, seen = [], set()
-        for row in rows:
-            if row["trace"] in seen:
-                continue
-            seen.add(row["trace"])
-            programs.append((row["id"], self.run.database.record_from_row(row).trace))
-            if len(programs) >= self.settings.prior_top_k:
-                break
-        return programs
+        return distinct_programs(run, rows, self.settings.prior_top_k)
 
     @property
     def cluster_priors(self) -> bool:
@@ -366,17 +282,7 @@ class BcdPlan:
         sources = self.prior_sources(task_index)
         if not self.cluster_priors:
             return self.prior(sources[0])
-        run, k = self.run, self.settings.prior_top_k
-        own = run.best.get(task_index)
-        limit = own / max(run.tasks[task_index].flops, 1.0) * (1 - MIN_IMPROVEMENT) if own else float("inf")
-        scored = []
-        for source in sources:
-            flops = max(run.tasks[source].flops, 1.0)
-            for row in run.store.top_records(run.workload_ids[source], run.target_key, 8 * k):
-                if row["latency_s"] > 0 and row["latency_s"] / flops < limit:
-                    scored.append((row["latency_s"] / flops, row["id"], row))
-        scored.sort(key=lambda item: item[:2])
-        return self._distinct_programs([row for *_, row in scored])
+        return faster_per_flop(self.run, task_index, sources, self.settings.prior_top_k)
 
     def source_best(self, task_index: int) -> float | None:
         """The best of the programs `task_index` draws on: its representative's best latency,
@@ -390,48 +296,9 @@ class BcdPlan:
         ]
         return min(scaled, default=None)
 
-    # -- control ----------------------------------------------------------------------------
-    def apply(self, request: ControlRequest) -> None:
-        args = request.args
-        if request.kind == "priority":
-            self.priority = list(args["order"])
-            self.recluster()
-        elif request.kind == "task_budget":
-            self.set_task_cap(args["task"], args["trials"])
-        elif request.kind == "cluster_budget":
-            cluster = next((c for c in self.clusters if c.key == args["cluster"]), None)
-            for index in cluster.members if cluster else []:
-                self.set_task_cap(index, args["trials"])
-        elif request.kind == "total_budget":
-            self.total_budget = self.run.trials_total = args["trials"]  # progress shows the new total
-            self.run.store.set_total_budget(self.run.session_id, args["trials"])
-        elif request.kind == "skip":
-            self.skipped.add(args["task"])
-            self.set_status(args["task"], "skipped")
-        elif request.kind == "move":
-            key = args["cluster"] or f"{SINGLETON_PREFIX}{args['task']}"
-            self.moved[args["task"]] = key
-            self.recluster()
-        elif request.kind == "representative":
-            self.representative_overrides[args["cluster"]] = args["task"]
-            self.recluster()
-        else:
-            raise ValueError(f"unknown control request {request.kind}")
-        self.run.message("control", f"applied {request.describe()}")
-
-    def set_task_cap(self, task_index: int, trials: int) -> None:
-        self.task_caps[task_index] = trials
-        self.run.store.update_task(self.run.task_row_ids[task_index], budget=trials)  # what viewers show
-
-    def set_status(self, task_index: int, status: str) -> None:
-        self.run.store.update_task(self.run.task_row_ids[task_index], status=status)
-
     # -- choosing the next task -----------------------------------------------------------
     def available(self, task_index: int) -> bool:
-        if task_index in self.skipped or task_index in self.exhausted or task_index in self.run.given_up:
-            return False
-        cap = self.task_caps.get(task_index)
-        return cap is None or self.run.trial_counts.get(task_index, 0) < cap
+        return task_index not in self.exhausted and self.within_budget(task_index)
 
     def needs_diffusion(self, task_index: int) -> bool:
         cluster = self.cluster_of(task_index)
@@ -475,7 +342,7 @@ class BcdPlan:
     def gain_per_trial(self, task_index: int) -> tuple[float, float]:
         """Per trial, not per second: dividing by each task's measured seconds per trial
         starved ResNet-18's first convolution, whose rounds were slow (builds timing out)
-        and whose gap to the baseline was the largest of all (docs/benchmarks.md)."""
+        and whose gap to the baseline was the largest of all (docs/history/benchmarks-until-2026-11-24.md)."""
         never_measured, gain = self.expected_gain(task_index)
         return (never_measured, gain / self.next_round_trials(task_index))
 
@@ -498,7 +365,7 @@ class BcdPlan:
         since its last diffusion expects at least that relative gain: its next round diffuses
         the refreshed prior (a few cheap candidates). Counting the members' work in a
         representative's rounds instead gave the representative rounds that improved it by
-        2 % and its members not at all (SqueezeNet, docs/benchmarks.md)."""
+        2 % and its members not at all (SqueezeNet, docs/history/benchmarks-until-2026-11-24.md)."""
         run = self.run
         best = run.best.get(task_index)
         if best is None:
@@ -577,7 +444,7 @@ class BcdPlan:
         sketches = self.sketches[task_index]
         seed = self.settings.seed * 7919 + task_index * 101 + self.run.round
         # One program from each prior program before a second adaptation of any: which of the
-        # representative's programs suits a member's shape varies a lot (docs/benchmarks.md).
+        # representative's programs suits a member's shape varies a lot (docs/history/benchmarks-until-2026-11-24.md).
         result = diffuse(context, sketches, priors, count, seed, seen=set(), spread=True)
         self.diffused_from.setdefault(task_index, set()).update(p[0] for p in priors)
         source_best = self.source_best(task_index)
@@ -762,26 +629,12 @@ class BcdScheduler(ms.task_scheduler.PyTaskScheduler):
         if last is not None and not scheduler.tasks_[last].is_terminated:
             scheduler.join_running_task(last)  # measure callbacks run here: the batch is saved
         plan.last_choice = None
-        started = time.perf_counter()
         for index, record in enumerate(scheduler.tasks_):
             if record.is_terminated:
                 plan.exhausted.add(index)
-        control = run.control
-        if control.paused and not control.stop_requested:
-            run.message("info", "paused")
-            waited = control.wait_while_paused()
-            run.paused_s += waited
-            started += waited  # waiting is not bookkeeping
-            if not control.stop_requested:
-                run.message("info", "resumed")
-        if control.stop_requested:
-            run.message("info", "stopped by the user at a round boundary")
+        if not honour_control(plan):
             return -1
-        for request in control.take_pending():
-            try:
-                plan.apply(request)
-            except Exception as err:  # a bad request must not end the session
-                run.message("warning", f"could not apply {request.describe()}: {err}")
+        started = time.perf_counter()
         choice = plan.next_task()
         run.bookkeeping_s += time.perf_counter() - started
         if choice is None:
@@ -802,44 +655,4 @@ def tune_bcd(run: TuningRun) -> None:
         search = BcdSearch(plan, task.index, generations)
         plan.searches[task.index] = search
         contexts.append(run.make_context(task, search))
-    cost_model = make_cost_model(run)
-    run.cost_model = cost_model
-    if run.resumed:
-        _retrain_from_store(run, cost_model)
-    recorder = RecordTrials(run, [task.index for task in run.tasks])
-    builder = make_builder(run.settings, run.target)
-    with tempfile.TemporaryDirectory(prefix="bcd-") as work_dir, closing(builder):
-        ms.tune_tasks(
-            tasks=contexts,
-            task_weights=[float(task.weight) for task in run.tasks],
-            work_dir=work_dir,
-            max_trials_global=UNLIMITED,  # the plan enforces the (user-changeable) budget
-            max_trials_per_task=UNLIMITED,
-            num_trials_per_iter=run.settings.batch_size,
-            builder=builder,
-            runner=make_runner(run.settings),
-            database=run.database,
-            cost_model=cost_model,
-            measure_callbacks=standard_callbacks(recorder),
-            task_scheduler=BcdScheduler(plan),
-        )
-
-
-def make_cost_model(run: TuningRun) -> ms.cost_model.PyCostModel:
-    if run.settings.late_cost_model == "shared":
-        return SharedXGBModel(num_threads=host_core_count(), seed=run.settings.seed)
-    return PhasedCostModel.for_host(host_core_count(), run.settings.seed)
-
-
-def _retrain_from_store(run: TuningRun, model: ms.cost_model.PyCostModel) -> None:
-    """A resumed session's cost model learns again from everything the session measured."""
-    by_task: dict[int, list[dict[str, Any]]] = {}
-    row_to_index = {row_id: index for index, row_id in run.task_row_ids.items()}
-    for trial in run.store.trials(run.session_id):
-        if trial["task_id"] in row_to_index:
-            by_task.setdefault(row_to_index[trial["task_id"]], []).append(trial)
-    for index, trials in by_task.items():
-        candidates = [run.database.record_from_row(t).as_measure_candidate() for t in trials]
-        model.pretrain(run.contexts[index], candidates, [t["latency_s"] for t in trials])
-    model.train_full()
-    run.message("info", f"cost model retrained on {sum(len(t) for t in by_task.values())} stored trials")
+    drive(run, contexts, BcdScheduler(plan))

@@ -45,6 +45,7 @@ from bcd_core.tuning.settings import (
     DEFAULT_CLUSTER_MODE,
     DEFAULT_REPRESENTATIVE_RULE,
     IDENTITY_BEFORE_KEYS,
+    PHASED,
     TuneSettings,
 )
 
@@ -129,7 +130,7 @@ def stored_identity(session: dict[str, Any]) -> dict[str, Any]:
     """A session's stored identity, with what a bcd session written before a key existed ran
     with (IDENTITY_BEFORE_KEYS): not today's default for it."""
     stored = json.loads(session["settings"] or "{}")
-    return {**IDENTITY_BEFORE_KEYS, **stored} if session["strategy"] == "bcd" else stored
+    return {**IDENTITY_BEFORE_KEYS, **stored} if session["strategy"] == PHASED else stored
 
 
 def settings_of_session(session: dict[str, Any], base: TuneSettings) -> TuneSettings:
@@ -317,9 +318,11 @@ class TuningRun:
 
     # -- recording ------------------------------------------------------------------------
     def origin_of(self, task_index: int, candidate: Any) -> tuple[str, int | None, str | None]:
-        """(origin, source trial id, adaptation) of a candidate."""
+        """(origin, source trial id, adaptation) of a candidate. A diffused program is
+        diffused once: when a later search happens to measure the same module again, that
+        trial is the search's (a resumed plan would otherwise see a diffusion round there)."""
         if self.provenance:
-            found = self.provenance.get(int(tvm_ffi.structural_hash(candidate.sch.mod)))
+            found = self.provenance.pop(int(tvm_ffi.structural_hash(candidate.sch.mod)), None)
             if found is not None:
                 return "diffused", found[0], found[1]
         return "evolved", None, None

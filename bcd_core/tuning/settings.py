@@ -5,7 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-STRATEGIES = ("metaschedule", "bcd")
+# "bcd": stock MetaSchedule's scheduler and search, with diffused programs added (seeded.py);
+# "bcd-phased": bcd-algorithm.md's phased schedule (bcd.py), kept to compare with;
+# "metaschedule": the stock baseline. The default first.
+STRATEGIES = ("bcd", "bcd-phased", "metaschedule")
+PHASED = "bcd-phased"
 # The default first. Values of clustering.ClusterMode.
 CLUSTER_MODES = ("loose-sketch", "sketch", "operator")
 DEFAULT_CLUSTER_MODE = CLUSTER_MODES[0]
@@ -16,7 +20,7 @@ LATE_COST_MODELS = ("metaschedule", "shared")
 PRIOR_SOURCES = ("auto", "cluster", "representative")  # the default first
 # "auto" diffuses from the whole cluster when the model has a (not minor) cluster of at least
 # this many tasks, from the representative otherwise: cluster priors won on SqueezeNet and
-# ResNet-18 (largest clusters 14 and 12 tasks) and lost on BERT-mini (4), docs/benchmarks.md.
+# ResNet-18 (largest clusters 14 and 12 tasks) and lost on BERT-mini (4), docs/history/benchmarks-until-2026-11-24.md.
 AUTO_CLUSTER_PRIORS_MIN_TASKS = 8
 # What a bcd session stored before these identity keys existed was tuned with: resuming it
 # by id keeps that, and a tune with other values starts a new session.
@@ -35,7 +39,7 @@ class TuneSettings:
     # diffused; operator clusters mix e.g. 1x1 and 3x3 convolutions, which then fall back.
     # loose-sketch also lets a task whose epilogue inlines other element-wise blocks (a
     # residual add, a GELU) take a cluster-mate's programs: ahead of sketch on ResNet-18 and
-    # BERT-mini, the same clusters on SqueezeNet (docs/benchmarks.md, tenth session).
+    # BERT-mini, the same clusters on SqueezeNet (docs/history/benchmarks-until-2026-11-24.md, tenth session).
     cluster_mode: str = DEFAULT_CLUSTER_MODE
     # Which task of a cluster is tuned first and diffused from: bcd-algorithm.md's most
     # similar to the others ("similar"), or the one with the most work ("heaviest").
@@ -43,7 +47,7 @@ class TuneSettings:
     # A member with more than this many times its representative's work (FLOPs x weight) is
     # tuned as a singleton instead (0: never): SqueezeNet's classifier convolution, 29 times
     # its 1x1 representative's work and a fifth of the model's latency, lost most of BCD's
-    # margin where it was diffused from it (docs/benchmarks.md).
+    # margin where it was diffused from it (docs/history/benchmarks-until-2026-11-24.md).
     split_heavier_than: float = 0.0
     seed: int = 0
     input_shapes: dict[str, list[int]] = field(default_factory=dict)
@@ -64,7 +68,7 @@ class TuneSettings:
     tracker: str = ""  # HOST:PORT of `python -m tvm.exec.rpc_tracker`, for runner "rpc"
     tracker_key: str = ""  # the --key the RPC servers registered with at that tracker
     # BCD (bcd-algorithm.md): prior size, generations of a member's search, rounds cap.
-    # A member's diffusion round takes one program from each of the top-k (docs/benchmarks.md,
+    # A member's diffusion round takes one program from each of the top-k (docs/history/benchmarks-until-2026-11-24.md,
     # "diffusion replay": 8 came closer to the members' final programs than 2 or 4).
     prior_top_k: int = 8
     # Whose programs a task's diffusion draws on: every other task's of its cluster, ranked by
@@ -74,7 +78,7 @@ class TuneSettings:
     # per FLOP is diffused into it (the representative too, after its phase 1), so one
     # task's lucky find reaches the others instead of each member staying in its
     # representative's basin: SqueezeNet's 3x3 members lost most where that one was poor
-    # (docs/benchmarks.md, twelfth session).
+    # (docs/history/benchmarks-until-2026-11-24.md, twelfth session).
     prior_source: str = PRIOR_SOURCES[0]
     member_generations: int = 2
     representative_round_cap: int = 10
@@ -82,7 +86,7 @@ class TuneSettings:
     # cluster's size, and ends after this many rounds in a row without a better program:
     # SqueezeNet's 1x1 representative (1 % of the model's latency) spent 160 trials mostly
     # stalled, while its 3x3 one (45 %) got 4 rounds and was still improving
-    # (docs/benchmarks.md). 0 follows bcd-algorithm.md: always min(|cluster|, 10) rounds.
+    # (docs/history/benchmarks-until-2026-11-24.md). 0 follows bcd-algorithm.md: always min(|cluster|, 10) rounds.
     phase_one_patience: int = 3
     # Clusters whose share of the model's FLOPs x weight is below this (pooling, concatenation)
     # get one representative round and diffusion-only members: their rounds cost as much wall
@@ -91,8 +95,12 @@ class TuneSettings:
     # Which model ranks a task's candidates in phase 3: "shared" (BCD's shared model
     # throughout) or "metaschedule" (MetaSchedule's XGBModel, trained on every task's
     # samples, once past its warm-up; bcd_core/cost_model/phased.py). An experiment, not the
-    # default until benchmarks show it helps (docs/benchmarks.md).
+    # default until benchmarks show it helps (docs/history/benchmarks-until-2026-11-24.md).
     late_cost_model: str = "shared"
+    # "bcd": the share of a round's candidates that may be programs diffused from other tasks
+    # of the cluster, in place of the search's lowest-ranked picks (twice that in a task's
+    # first round, at most half). 0 turns diffusion off: the search is then stock's.
+    diffusion_share: float = 0.25
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -113,6 +121,8 @@ class TuneSettings:
             raise ValueError(f"representative rule must be one of {', '.join(REPRESENTATIVE_RULES)}")
         if self.split_heavier_than != 0 and self.split_heavier_than < 1:
             raise ValueError("--split-heavier-than must be 0 (off) or a ratio of 1 or more")
+        if not 0 <= self.diffusion_share <= 0.5:
+            raise ValueError("the diffusion share must be between 0 (off) and 0.5 of a round")
         if self.cluster_mode not in CLUSTER_MODES:
             raise ValueError(f"cluster mode must be one of {', '.join(CLUSTER_MODES)}")
         if self.builder_timeout_s is not None and self.builder_timeout_s <= 0:
@@ -145,6 +155,8 @@ class TuneSettings:
         """What makes two runs 'the same session' (so a re-run resumes it)."""
         keys = ("strategy", "trials_per_task", "trials_per_round", "cluster_mode", "seed", "input_shapes")
         if self.strategy == "bcd":
+            keys += ("diffusion_share",)
+        if self.strategy == PHASED:
             keys += (
                 "prior_top_k",
                 "member_generations",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bcd_core.tuning.session import TuningRun
+from bcd_core.tuning.settings import PHASED
 
 
 def run_strategy(run: TuningRun) -> None:
@@ -11,10 +12,13 @@ def run_strategy(run: TuningRun) -> None:
         from bcd_core.tuning.metaschedule import tune_stock
 
         tune_stock(run)
-        return
-    if strategy == "bcd":
+    elif strategy == "bcd":
+        from bcd_core.tuning.seeded import tune_seeded
+
+        tune_seeded(run)
+    elif strategy == PHASED:
         from bcd_core.tuning.bcd import tune_bcd
 
         tune_bcd(run)
-        return
-    raise ValueError(f"unknown strategy {strategy!r}")
+    else:
+        raise ValueError(f"unknown strategy {strategy!r}")

@@ -20,7 +20,11 @@ from bcd_core.tuning.settings import TuneSettings
 # Diffusion from the representative only (bcd-algorithm.md), which most tests here check;
 # test_cluster_priors_* checks cluster priors, and "auto", the default, that picks between them.
 SETTINGS = TuneSettings(
-    strategy="bcd", trials_per_task=8, trials_per_round=4, representative_round_cap=2, prior_source="representative"
+    strategy="bcd-phased",
+    trials_per_task=8,
+    trials_per_round=4,
+    representative_round_cap=2,
+    prior_source="representative",
 )
 
 

@@ -135,15 +135,15 @@ def test_resume_refuses_a_session_whose_model_or_target_changed(tiny_convnet: Pa
     assert committed_trials(db) == before
 
 
-def test_a_bcd_session_written_before_an_identity_key_resumes_with_what_it_ran() -> None:
+def test_a_phased_session_written_before_an_identity_key_resumes_with_what_it_ran() -> None:
     import json
 
     from bcd_core.tuning.session import settings_of_session, stored_identity
     from bcd_core.tuning.settings import IDENTITY_BEFORE_KEYS, TuneSettings
 
-    today = TuneSettings(strategy="bcd").identity()
+    today = TuneSettings(strategy="bcd-phased").identity()
     older = {k: v for k, v in today.items() if k not in IDENTITY_BEFORE_KEYS}
-    session = {"strategy": "bcd", "settings": json.dumps(older)}
+    session = {"strategy": "bcd-phased", "settings": json.dumps(older)}
     resumed = settings_of_session(session, TuneSettings())
     assert (resumed.prior_source, resumed.split_heavier_than, resumed.representative_rule) == (
         "representative",
@@ -152,6 +152,6 @@ def test_a_bcd_session_written_before_an_identity_key_resumes_with_what_it_ran()
     )
     assert resumed.identity() == stored_identity(session)
     # A session that stored the keys keeps its own values; a stock session has none of them.
-    assert stored_identity({"strategy": "bcd", "settings": json.dumps(today)}) == today
+    assert stored_identity({"strategy": "bcd-phased", "settings": json.dumps(today)}) == today
     stock = TuneSettings(strategy="metaschedule").identity()
     assert stored_identity({"strategy": "metaschedule", "settings": json.dumps(stock)}) == stock

@@ -1,0 +1,70 @@
+"""MetaSchedule's tuning loop as the two diffusing strategies drive it: their own task
+scheduler and searches, one XGBoost cost model shared by every task of the model (trained
+again from the store when a session resumes), this project's builder, runner and store."""
+
+from __future__ import annotations
+
+import tempfile
+from contextlib import closing
+from typing import Any
+
+from tvm.s_tir import meta_schedule as ms
+
+from bcd_core.cost_model.phased import PhasedCostModel
+from bcd_core.cost_model.xgb import SharedXGBModel
+from bcd_core.target import host_core_count
+from bcd_core.tuning.measure import make_builder, make_runner
+from bcd_core.tuning.session import RecordTrials, TuningRun, standard_callbacks
+from bcd_core.tuning.settings import PHASED
+
+
+def make_cost_model(run: TuningRun) -> ms.cost_model.PyCostModel:
+    settings = run.settings
+    if settings.strategy != PHASED:
+        return SharedXGBModel(num_threads=host_core_count(), seed=settings.seed, rank_unseen_tasks=False)
+    if settings.late_cost_model == "shared":
+        return SharedXGBModel(num_threads=host_core_count(), seed=settings.seed)
+    return PhasedCostModel.for_host(host_core_count(), settings.seed)
+
+
+def retrain_from_store(run: TuningRun, model: ms.cost_model.PyCostModel) -> None:
+    """A resumed session's cost model learns again from everything the session measured."""
+    by_task: dict[int, list[dict[str, Any]]] = {}
+    row_to_index = {row_id: index for index, row_id in run.task_row_ids.items()}
+    for trial in run.store.trials(run.session_id):
+        if trial["task_id"] in row_to_index:
+            by_task.setdefault(row_to_index[trial["task_id"]], []).append(trial)
+    for index, trials in by_task.items():
+        candidates = [run.database.record_from_row(t).as_measure_candidate() for t in trials]
+        model.pretrain(run.contexts[index], candidates, [t["latency_s"] for t in trials])
+    model.train_full()
+    run.message("info", f"cost model retrained on {sum(len(t) for t in by_task.values())} stored trials")
+
+
+UNLIMITED = 10**9
+
+
+def drive(run: TuningRun, contexts: list[ms.TuneContext], scheduler: ms.task_scheduler.PyTaskScheduler) -> None:
+    """Run `ms.tune_tasks` over every task of `run` with `scheduler` choosing the rounds; the
+    scheduler enforces the (user-changeable) budget."""
+    cost_model = make_cost_model(run)
+    run.cost_model = cost_model
+    if run.resumed:
+        retrain_from_store(run, cost_model)
+    recorder = RecordTrials(run, [task.index for task in run.tasks])
+    builder = make_builder(run.settings, run.target)
+    with tempfile.TemporaryDirectory(prefix="bcd-") as work_dir, closing(builder):
+        ms.tune_tasks(
+            tasks=contexts,
+            task_weights=[float(task.weight) for task in run.tasks],
+            work_dir=work_dir,
+            max_trials_global=UNLIMITED,
+            max_trials_per_task=UNLIMITED,
+            num_trials_per_iter=run.settings.batch_size,
+            builder=builder,
+            runner=make_runner(run.settings),
+            database=run.database,
+            cost_model=cost_model,
+            measure_callbacks=standard_callbacks(recorder),
+            task_scheduler=scheduler,
+        )

@@ -1,0 +1,159 @@
+"""The clusters of a running tune and the user's steering of them, shared by the strategies
+that diffuse: moves, representatives, cluster order, budgets, skips.
+
+Requests arrive through `TuningControl` and are applied between rounds (`honour_control`);
+every change is written to the store's task rows, so a stopped or crashed session resumes
+with what the user did.
+"""
+
+from __future__ import annotations
+
+import time
+
+from bcd_core.clustering import Cluster, cluster_key, cluster_of, cluster_tasks
+from bcd_core.tuning.control import ControlRequest
+from bcd_core.tuning.session import TuningRun
+
+SINGLETON_PREFIX = "single:"
+
+
+class ClusterSteering:
+    """Clusters (the model's own, changed by the user's moves, representatives and order),
+    per-task budgets and skips, restored from the store on resume."""
+
+    def __init__(self, run: TuningRun) -> None:
+        self.run = run
+        self.settings = run.settings
+        self.moved: dict[int, str] = {}
+        self.representative_overrides: dict[str, int] = {}
+        self.priority: list[str] = []  # user's cluster order (keys); empty = by cost
+        self.task_caps: dict[int, int] = {}
+        self.skipped: set[int] = set()
+        self.total_budget = run.trials_total
+        self.clusters: list[Cluster] = []  # filled by recluster()
+        self._restore_budgets_and_skips()
+        self._restore_cluster_changes()
+
+    def _restore_budgets_and_skips(self) -> None:
+        for row in self.run.store.tasks(self.run.session_id):
+            if row["status"] == "skipped":
+                self.skipped.add(row["idx"])
+            if row["budget"] is not None and row["budget"] != self.settings.trials_per_task:
+                self.task_caps[row["idx"]] = row["budget"]  # a budget the user changed earlier
+
+    def _restore_cluster_changes(self) -> None:
+        """On resume: the clusters as the session left them (recluster writes them to the task
+        rows), so a task the user moved, a representative the user chose and the user's
+        cluster order survive a stop or a crash."""
+        rows = [row for row in self.run.store.tasks(self.run.session_id) if row["cluster_key"] is not None]
+        if not rows:
+            return  # a new session
+        mode = self.settings.cluster_mode
+        for row in rows:
+            if row["cluster_key"] != cluster_key(self.run.tasks[row["idx"]], mode):
+                self.moved[row["idx"]] = row["cluster_key"]
+            if row["is_representative"]:
+                self.representative_overrides[row["cluster_key"]] = row["idx"]
+        self.priority = list(dict.fromkeys(row["cluster_key"] for row in sorted(rows, key=lambda r: r["cluster_id"])))
+
+    def recluster(self) -> None:
+        # Keep representatives that were already chosen (moving a member out must not
+        # re-elect a representative whose members were tuned from another); the user's
+        # explicit choices win.
+        sticky = {c.key: c.representative for c in self.clusters}
+        overrides = {**sticky, **self.representative_overrides}
+        settings = self.settings
+        clusters = cluster_tasks(
+            self.run.tasks,
+            settings.cluster_mode,
+            self.moved,
+            overrides,
+            settings.representative_rule,
+            settings.split_heavier_than,
+        )
+        if self.priority:
+            rank = {key: i for i, key in enumerate(self.priority)}
+            clusters.sort(key=lambda c: (rank.get(c.key, len(rank)), c.id))
+        self.clusters = clusters
+        with self.run.store.transaction() as db:
+            for position, cluster in enumerate(clusters):
+                for index in cluster.members:
+                    db["tasks"].update(
+                        self.run.task_row_ids[index],
+                        {
+                            "cluster_id": position,
+                            "cluster_key": cluster.key,
+                            "is_representative": int(index == cluster.representative and cluster.size > 1),
+                        },
+                    )
+
+    def cluster_of(self, task_index: int) -> Cluster:
+        return cluster_of(self.clusters, task_index)
+
+    # -- requests ---------------------------------------------------------------------------
+    def apply(self, request: ControlRequest) -> None:
+        args = request.args
+        if request.kind == "priority":
+            self.priority = list(args["order"])
+            self.recluster()
+        elif request.kind == "task_budget":
+            self.set_task_cap(args["task"], args["trials"])
+        elif request.kind == "cluster_budget":
+            cluster = next((c for c in self.clusters if c.key == args["cluster"]), None)
+            for index in cluster.members if cluster else []:
+                self.set_task_cap(index, args["trials"])
+        elif request.kind == "total_budget":
+            self.total_budget = self.run.trials_total = args["trials"]  # progress shows the new total
+            self.run.store.set_total_budget(self.run.session_id, args["trials"])
+        elif request.kind == "skip":
+            self.skipped.add(args["task"])
+            self.set_status(args["task"], "skipped")
+        elif request.kind == "move":
+            key = args["cluster"] or f"{SINGLETON_PREFIX}{args['task']}"
+            self.moved[args["task"]] = key
+            self.recluster()
+        elif request.kind == "representative":
+            self.representative_overrides[args["cluster"]] = args["task"]
+            self.recluster()
+        else:
+            raise ValueError(f"unknown control request {request.kind}")
+        self.run.message("control", f"applied {request.describe()}")
+
+    def set_task_cap(self, task_index: int, trials: int) -> None:
+        self.task_caps[task_index] = trials
+        self.run.store.update_task(self.run.task_row_ids[task_index], budget=trials)  # what viewers show
+
+    def set_status(self, task_index: int, status: str) -> None:
+        self.run.store.update_task(self.run.task_row_ids[task_index], status=status)
+
+    def within_budget(self, task_index: int) -> bool:
+        """Not skipped, not given up, and under the trial cap the user set (if any)."""
+        if task_index in self.skipped or task_index in self.run.given_up:
+            return False
+        cap = self.task_caps.get(task_index)
+        return cap is None or self.run.trial_counts.get(task_index, 0) < cap
+
+
+def honour_control(steering: ClusterSteering) -> bool:
+    """At a round boundary: wait while paused, apply the user's pending requests. False when
+    the user asked to stop. Time spent here, less the pause, counts as bookkeeping."""
+    run = steering.run
+    started = time.perf_counter()
+    control = run.control
+    if control.paused and not control.stop_requested:
+        run.message("info", "paused")
+        waited = control.wait_while_paused()
+        run.paused_s += waited
+        started += waited  # waiting is not bookkeeping
+        if not control.stop_requested:
+            run.message("info", "resumed")
+    if control.stop_requested:
+        run.message("info", "stopped by the user at a round boundary")
+        return False
+    for request in control.take_pending():
+        try:
+            steering.apply(request)
+        except Exception as err:  # a bad request must not end the session
+            run.message("warning", f"could not apply {request.describe()}: {err}")
+    run.bookkeeping_s += time.perf_counter() - started
+    return True

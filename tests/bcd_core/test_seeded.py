@@ -1,0 +1,186 @@
+"""The `bcd` strategy (stock MetaSchedule with diffused programs added) with real TVM:
+diffused candidates join the search's rounds with provenance, diffusion turned off leaves
+stock's scheduler and search, the control API steers it, and a resume diffuses nothing twice."""
+
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from bcd_core.clustering import cluster_tasks
+from bcd_core.records.store import RecordStore
+from bcd_core.tuning.control import TuningControl
+from bcd_core.tuning.events import RoundFinished, SessionMessage
+from bcd_core.tuning.seeded import first_round_order, task_gradient
+from bcd_core.tuning.session import prepare_model, run_session
+from bcd_core.tuning.settings import TuneSettings
+
+SETTINGS = TuneSettings(strategy="bcd", trials_per_task=8, trials_per_round=4)
+
+
+@pytest.fixture(scope="module")
+def layout(conv_cluster_model: Path, host):
+    prepared = prepare_model(conv_cluster_model, host)
+    conv = next(c for c in cluster_tasks(prepared.tasks, SETTINGS.cluster_mode) if c.size == 3)
+    return prepared, conv
+
+
+def rows_by_index(store: RecordStore, session_id: int) -> dict[int, dict]:
+    return {row["idx"]: row for row in store.tasks(session_id)}
+
+
+def batches(store: RecordStore, session_id: int) -> dict[int, list[dict]]:
+    """Trials by round (one round = one task's batch)."""
+    by_round: dict[int, list[dict]] = {}
+    for trial in store.trials(session_id):
+        by_round.setdefault(trial["round"], []).append(trial)
+    return by_round
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory, conv_cluster_model: Path):
+    from bcd_core.target import host_target
+
+    db = tmp_path_factory.mktemp("seeded") / "records.db"
+    run = run_session(conv_cluster_model, db, host_target(), SETTINGS)
+    return run, RecordStore(db)
+
+
+# -- pure pieces ----------------------------------------------------------------------------
+def test_task_gradient_is_metaschedules_gradient_rule() -> None:
+    # GradientBased: 0.2 * (best[n-1-3] - best) / 3 + 0.8 * best / n, times the task's weight
+    history = [8.0, 6.0, 5.0, 4.0, 4.0]
+    expected = (0.2 * (6.0 - 4.0) / 3 + 0.8 * 4.0 / 5) * 2
+    assert task_gradient(history, 2.0) == pytest.approx(expected)
+    assert task_gradient([3.0, 2.0], 1.0) == pytest.approx(0.8 * 2.0 / 2)  # too short for a slope
+    assert task_gradient([], 1.0) == float("inf")  # never measured: first
+    assert task_gradient([float("inf")], 1.0) > task_gradient([1.0], 1.0)  # no valid time yet
+
+
+def test_first_round_puts_representatives_before_members() -> None:
+    assert first_round_order([0, 3], [1, 2, 4], started=set()) == [0, 3, 1, 2, 4]
+    assert first_round_order([0, 3], [1, 2, 4], started={0, 1}) == [3, 2, 4]
+
+
+# -- a tune ---------------------------------------------------------------------------------
+def test_diffused_candidates_join_member_rounds_with_provenance(seeded, layout) -> None:
+    run, store = seeded
+    _, conv = layout
+    ids_of_task = {}
+    for trial in store.trials(run.session_id):
+        ids_of_task.setdefault(trial["task_id"], set()).add(trial["id"])
+    rows = rows_by_index(store, run.session_id)
+    diffused = [t for t in store.trials(run.session_id) if t["origin"] == "diffused"]
+    assert diffused, "no member received its cluster's programs"
+    for trial in diffused:
+        task = next(index for index, row in rows.items() if row["id"] == trial["task_id"])
+        assert task in conv.members
+        mates = set().union(*(ids_of_task[rows[m]["id"]] for m in conv.members if m != task))
+        assert trial["source_trial_id"] in mates, "provenance names a program of another task of the cluster"
+        assert trial["adaptation"]
+    provenance = [rows[m] for m in conv.followers() if rows[m]["diffused_best_s"] is not None]
+    assert provenance and all(row["diffused_from_trial_id"] is not None for row in provenance)
+
+
+def test_diffusion_only_adds_to_the_search(seeded) -> None:
+    """Each batch keeps the search's own picks: at most half of a task's first batch and a
+    quarter of later ones are diffused, so a wrong guess costs a few trials."""
+    run, store = seeded
+    seen_tasks: set[int] = set()
+    for _, trials in sorted(batches(store, run.session_id).items()):
+        task = trials[0]["task_id"]
+        share = 0.5 if task not in seen_tasks else SETTINGS.diffusion_share
+        seen_tasks.add(task)
+        count = sum(t["origin"] == "diffused" for t in trials)
+        assert count <= max(1, int(SETTINGS.batch_size * share))
+        assert any(t["origin"] == "evolved" for t in trials)
+
+
+def test_representatives_are_measured_before_members_and_budget_is_spent(seeded, layout) -> None:
+    run, store = seeded
+    prepared, conv = layout
+    rows = rows_by_index(store, run.session_id)
+    first_round = {}
+    for number, trials in sorted(batches(store, run.session_id).items()):
+        first_round.setdefault(trials[0]["task_id"], number)
+    rep = first_round[rows[conv.representative]["id"]]
+    assert all(first_round[rows[m]["id"]] > rep for m in conv.followers())
+    assert sorted(first_round.values()) == list(range(1, len(prepared.tasks) + 1))  # one round each first
+    assert store.session(run.session_id)["trials_done"] == SETTINGS.trials_per_task * len(prepared.tasks)
+
+
+def test_without_diffusion_the_search_is_stocks(tmp_path: Path, conv_cluster_model: Path, host, layout) -> None:
+    """The floor: with diffusion off, every candidate comes from MetaSchedule's search, every
+    task gets a round before any gets a second (the gradient scheduler's round robin), and
+    the whole budget is spent."""
+    prepared, _ = layout
+    db = tmp_path / "floor.db"
+    run = run_session(conv_cluster_model, db, host, replace(SETTINGS, diffusion_share=0.0))
+    store = RecordStore(db)
+    trials = store.trials(run.session_id)
+    assert trials and all(t["origin"] == "evolved" for t in trials)
+    order = [batch[0]["task_id"] for _, batch in sorted(batches(store, run.session_id).items())]
+    assert len(set(order[: len(prepared.tasks)])) == len(prepared.tasks)
+    assert len(trials) == SETTINGS.trials_per_task * len(prepared.tasks)
+
+
+def test_the_control_api_steers_it(tmp_path: Path, conv_cluster_model: Path, host, layout) -> None:
+    prepared, conv = layout
+    member_b, member_c = conv.followers()
+    pool = next(t.index for t in prepared.tasks if t.index not in conv.members)
+    control = TuningControl()
+    applied: dict[str, int] = {}
+
+    def steer(event) -> None:
+        if isinstance(event, SessionMessage) and event.message == "paused":
+            threading.Timer(0.5, control.resume).start()
+        if not isinstance(event, RoundFinished):
+            return
+        if event.round == 1:
+            control.move_task(member_c, None)  # a singleton now: nothing diffused into it
+            control.set_task_budget(member_b, 4)
+            control.set_cluster_priority([f"single:{member_c}"])  # its first round comes next
+            control.pause()
+        if event.task_index == pool and "skip" not in applied:
+            control.skip_task(pool)
+            applied["skip"] = event.round
+
+    db = tmp_path / "steered.db"
+    run = run_session(conv_cluster_model, db, host, SETTINGS, [steer], control=control)
+    store = RecordStore(db)
+    rows = rows_by_index(store, run.session_id)
+    by_task = {index: store.trials(run.session_id, task_id=rows[index]["id"]) for index in rows}
+    assert rows[member_c]["cluster_key"] == f"single:{member_c}"
+    assert by_task[member_c] and all(t["origin"] == "evolved" for t in by_task[member_c])
+    assert len(by_task[member_b]) <= 4 + SETTINGS.batch_size  # capped (one batch may be in flight)
+    assert rows[pool]["status"] == "skipped"
+    assert len(by_task[pool]) <= 2 * SETTINGS.batch_size  # its first batch, and at most one in flight
+    kinds = [(e["kind"], e["message"]) for e in store.events(run.session_id)]
+    assert ("info", "paused") in kinds and ("info", "resumed") in kinds
+    assert sum(k == "control" for k, _ in kinds) == 4
+    assert run.paused_s >= 0.4
+    assert store.session(run.session_id)["status"] == "completed"
+
+
+def test_a_stopped_session_resumes_without_diffusing_a_program_twice(
+    tmp_path: Path, conv_cluster_model: Path, host, layout
+) -> None:
+    prepared, _ = layout
+    control = TuningControl()
+
+    def stop_early(event) -> None:
+        if isinstance(event, RoundFinished) and event.round == len(prepared.tasks) + 1:
+            control.stop()
+
+    db = tmp_path / "resume.db"
+    first = run_session(conv_cluster_model, db, host, SETTINGS, [stop_early], control=control)
+    assert RecordStore(db).session(first.session_id)["status"] == "stopped"
+    second = run_session(conv_cluster_model, db, host, SETTINGS)
+    assert second.session_id == first.session_id
+    store = RecordStore(db)
+    trials = store.trials(first.session_id)
+    pairs = [(t["task_id"], t["source_trial_id"]) for t in trials if t["origin"] == "diffused"]
+    assert len(pairs) == len(set(pairs))
+    assert len(trials) == SETTINGS.trials_per_task * len(prepared.tasks)
+    assert store.session(first.session_id)["status"] == "completed"
