@@ -38,7 +38,7 @@ from bcd_core.tuning.settings import TuneSettings
 log = logging.getLogger("bcd.bench")
 STRATEGY_ORDER = ("metaschedule", "bcd")
 PROBE_RUNS = 20
-# onnxruntime's latency varied 4-7 ms between benches on one machine (docs/benchmarks.md);
+# onnxruntime's latency varied 4-7 ms between benches on one machine (docs/history/benchmarks-until-2026-11-24.md);
 # a spread past this within one bench makes its wall-clock comparison unreliable.
 DRIFT_WARNING = 0.15
 
@@ -115,7 +115,7 @@ def measure_alternately(
 ) -> dict[str, float]:
     """Median latency (ms) of each compiled model, timed in turns after both tunes: measured
     right after its own tune, a model once ran 28-38 % above its estimate and 5-9 % above it
-    when timed again later (docs/benchmarks.md), so one busy moment of the machine must not
+    when timed again later (docs/history/benchmarks-until-2026-11-24.md), so one busy moment of the machine must not
     fall on one strategy only. Each model gets MEASURE_PASSES passes of runs / passes."""
     per_pass = max(1, runs // MEASURE_PASSES)
     medians: dict[str, list[float]] = {strategy: [] for strategy in libraries}
@@ -243,12 +243,20 @@ def plot_timelines(report: BenchReport, path: Path) -> None:
             fontsize=9,
             arrowprops={"arrowstyle": "->", "color": "#1f77b4"},
         )
-    if report.onnxruntime_ms:
-        axis.axhline(report.onnxruntime_ms, color="#2ca02c", linestyle="-.", linewidth=1, label="onnxruntime")
+    title = f"{Path(report.model).name}: {report.trials_per_task} trials/task, {report.target}"
+    finish_latency_plot(figure, axis, title, report.onnxruntime_ms, path)
+
+
+def finish_latency_plot(figure: Any, axis: Any, title: str, onnxruntime_ms: float | None, path: Path) -> None:
+    """onnxruntime's line, log latency axis, labels, legend; saved to `path` and closed."""
+    import matplotlib.pyplot as plt
+
+    if onnxruntime_ms:
+        axis.axhline(onnxruntime_ms, color="#2ca02c", linestyle="-.", linewidth=1, label="onnxruntime")
     axis.set_yscale("log")
     axis.set_xlabel("tuning time (min, including import and task extraction)")
     axis.set_ylabel("estimated model latency (ms)")
-    axis.set_title(f"{Path(report.model).name}: {report.trials_per_task} trials/task, {report.target}")
+    axis.set_title(title)
     axis.grid(True, which="both", alpha=0.3)
     axis.legend()
     figure.tight_layout()

@@ -1,0 +1,83 @@
+"""`bcd bench --seeds N`: mean curves, cross pairs and per-trial cost over several runs a side."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bcd_core.bench_matrix import (
+    Matrix,
+    ModelMatrix,
+    RunResult,
+    compare,
+    load_matrix,
+    markdown_table,
+    mean_curve,
+    mean_speedup,
+)
+
+
+def run(strategy: str, seed: int, timeline: list[tuple[float, float]], trials: int = 10) -> RunResult:
+    return RunResult(
+        strategy=strategy,
+        seed=seed,
+        trials=trials,
+        elapsed_s=timeline[-1][0],
+        final_estimate_s=min(v for _, v in timeline),
+        first_estimate_s=timeline[0][0],
+        measured_latency_ms=None,
+        timeline=timeline,
+        trial_timeline=[(float(i + 1), v) for i, (_, v) in enumerate(timeline)],
+    )
+
+
+def test_the_mean_curve_is_defined_where_every_run_has_an_estimate() -> None:
+    runs = [[(1.0, 4.0), (3.0, 2.0)], [(2.0, 6.0), (4.0, 4.0)]]
+    assert mean_curve(runs, [0.0, 1.0, 2.0, 3.0, 4.0]) == [(2.0, 5.0), (3.0, 4.0), (4.0, 3.0)]
+
+
+def test_speedups_come_from_the_mean_curves_and_from_every_cross_pair() -> None:
+    stock = [run("metaschedule", 0, [(10.0, 5.0), (40.0, 3.0)]), run("metaschedule", 1, [(10.0, 5.0), (40.0, 3.0)])]
+    fast = [run("bcd", 0, [(10.0, 4.0), (20.0, 2.0)]), run("bcd", 1, [(10.0, 4.0), (30.0, 3.5)])]
+    comparison = compare(stock, fast)
+    assert comparison.pair_speedups == [2.0, None, 2.0, None]  # seed 1 never reaches 3.0 ms
+    assert comparison.reached == 2
+    assert mean_speedup([r.timeline for r in stock], [r.timeline for r in fast]) == comparison.mean_speedup
+    assert comparison.mean_speedup == pytest.approx(40.0 / 20.0, rel=0.02)  # means: 3.0 at 20 s
+    assert comparison.final_ratio == pytest.approx(2.75 / 3.0)
+    assert comparison.trial_cost_ratio == pytest.approx((25.0 / 10) / (40.0 / 10))
+    never = compare(stock, [run("bcd", 0, [(10.0, 4.0)])])
+    assert never.mean_speedup is None and never.reached == 0
+    matrix = Matrix("llvm", 8, 4, 2, 2, "bcd bench m.onnx --seeds 2", [ModelMatrix("m.onnx", stock + fast, 1.0)])
+    table = markdown_table(matrix)
+    assert "| m | bcd | 2.0" in table and "2/4, median" in table and "bcd bench m.onnx --seeds 2" in table
+
+
+@pytest.mark.slow
+def test_bench_with_seeds_writes_a_matrix_of_runs(tiny_mlp: Path, tmp_path: Path) -> None:
+    out = tmp_path / "matrix"
+    command = [sys.executable, "-m", "bcd_core", "bench", str(tiny_mlp), "--seeds", "2", "--trials-per-task", "4"]
+    command += ["--trials-per-round", "4", "--runs", "3", "--out", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "| tiny_mlp | bcd |" in result.stdout
+    matrix = load_matrix(out / "matrix.json")
+    (model,) = matrix.models
+    assert sorted((r.strategy, r.seed) for r in model.runs) == [
+        ("bcd", 0), ("bcd", 1), ("metaschedule", 0), ("metaschedule", 1)
+    ]  # fmt: skip
+    for tuned in model.runs:
+        assert tuned.trials > 0 and tuned.timeline and tuned.measured_latency_ms > 0
+        assert tuned.first_estimate_s == tuned.timeline[0][0]
+        assert (out / "tiny_mlp" / f"{tuned.strategy}-seed{tuned.seed}.db").is_file()
+    assert len(model.probes_ms) == 4 and model.onnxruntime_ms > 0
+    (comparison,) = model.comparisons()
+    assert len(comparison.pair_speedups) == 4
+    assert (out / "tiny_mlp-curves.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_bench_refuses_an_unknown_strategy(tiny_mlp: Path, tmp_path: Path) -> None:
+    from bcd_core.cli import main
+
+    assert main(["bench", str(tiny_mlp), "--strategies", "bcd,magic", "--out", str(tmp_path)]) == 2
