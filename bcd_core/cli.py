@@ -18,12 +18,12 @@ from bcd_core.errors import BcdError
 from bcd_core.formatting import format_duration, format_flops, format_latency
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.settings import (
-    AUTO_CLUSTER_PRIORS_MIN_TASKS,
     CLUSTER_MODES,
     DEFAULT_CLUSTER_MODE,
     LATE_COST_MODELS,
     PRIOR_SOURCES,
     REPRESENTATIVE_RULES,
+    STRATEGIES,
     TuneSettings,
 )
 
@@ -246,6 +246,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
             representative_rule=args.representative_rule,
             split_heavier_than=args.split_heavier_than,
             late_cost_model=args.late_cost_model,
+            diffusion_share=args.diffusion_share,
         )
     except ValueError as err:
         raise BcdError(str(err)) from err
@@ -369,11 +370,45 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from bcd_core.target import parse_target
 
     settings = settings_from_args(args)
-    out = Path(args.out) if args.out else DEFAULT_RUNS_DIR / f"bench-{Path(args.model).stem}"
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    unknown = [s for s in strategies if s not in STRATEGIES]
+    if unknown or not strategies:
+        raise BcdError(f"--strategies: unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(STRATEGIES)}")
+    if args.seeds < 1:
+        raise BcdError("--seeds must be 1 or more")
+    if args.seeds > 1 or len(args.model) > 1 or strategies != ["bcd"]:
+        return _bench_matrix(args, settings, strategies)
+    model = args.model[0]
+    out = Path(args.out) if args.out else DEFAULT_RUNS_DIR / f"bench-{Path(model).stem}"
     say = lambda text: print(text, file=sys.stderr)  # noqa: E731
-    report = run_bench(args.model, parse_target(args.target), settings, out, [ProgressBar()], args.runs, say)
+    report = run_bench(model, parse_target(args.target), settings, out, [ProgressBar()], args.runs, say)
     print(format_report(report))
     print(f"timelines, plot and JSON in {out}")
+    return 0
+
+
+def _bench_matrix(args: argparse.Namespace, settings: Any, strategies: list[str]) -> int:
+    from bcd_core.bench_matrix import markdown_table, run_matrix, write_matrix
+    from bcd_core.target import parse_target
+
+    out = Path(args.out) if args.out else DEFAULT_RUNS_DIR / "bench-matrix"
+    say = lambda text: print(text, file=sys.stderr)  # noqa: E731
+    command = "bcd " + " ".join(sys.argv[1:]) if sys.argv and Path(sys.argv[0]).name == "bcd" else "bcd bench"
+    matrix = run_matrix(
+        args.model,
+        parse_target(args.target),
+        settings,
+        strategies,
+        args.seeds,
+        out,
+        command,
+        [ProgressBar()],
+        args.runs,
+        say,
+    )
+    print(markdown_table(matrix))
+    print(f"stores, compiled models and matrix.json in {out}")
+    write_matrix(matrix, out)
     return 0
 
 
@@ -424,17 +459,14 @@ def _add_representative_option(parser: argparse.ArgumentParser) -> None:
         dest="representative_rule",
         default=TUNE_DEFAULTS.representative_rule,
         choices=list(REPRESENTATIVE_RULES),
-        help="bcd: the task of each cluster tuned first and diffused from: the most similar to the others "
-        f"(similar, as bcd-algorithm.md) or the one with the most work, FLOPs x weight (heaviest); default "
-        f"{TUNE_DEFAULTS.representative_rule}",
+        help=argparse.SUPPRESS,  # research knob: experiments/README.md
     )
     parser.add_argument(
         "--split-heavier-than",
         type=float,
         default=TUNE_DEFAULTS.split_heavier_than,
         metavar="RATIO",
-        help="bcd: tune a member with more than RATIO times its representative's work (FLOPs x weight) as a "
-        f"singleton instead of diffusing into it; 0 never splits (default {TUNE_DEFAULTS.split_heavier_than:g})",
+        help=argparse.SUPPRESS,  # research knob: experiments/README.md
     )
 
 
@@ -454,34 +486,36 @@ def _add_budget_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=TUNE_DEFAULTS.prior_top_k,
         metavar="K",
-        help=f"bcd: the representative's best programs a member's diffusion draws on (default "
-        f"{TUNE_DEFAULTS.prior_top_k}; bcd-algorithm.md's is 2)",
+        help=argparse.SUPPRESS,  # research knob: experiments/README.md
     )
     parser.add_argument(
         "--prior-source",
         default=TUNE_DEFAULTS.prior_source,
         choices=list(PRIOR_SOURCES),
-        help="bcd: whose programs are diffused into a task: any other task's of its cluster that beats the "
-        "task's own best per FLOP (cluster), its representative's only (representative, as bcd-algorithm.md), "
-        f"or cluster when the model has a cluster of {AUTO_CLUSTER_PRIORS_MIN_TASKS} or more tasks and "
-        "representative otherwise (auto, the default)",
+        help=argparse.SUPPRESS,  # research knob: experiments/README.md
     )
     parser.add_argument(
         "--phase-one-patience",
         type=int,
         default=TUNE_DEFAULTS.phase_one_patience,
         metavar="N",
-        help=f"bcd: a representative's phase 1 runs up to 10 rounds and ends after N rounds in a row "
-        f"without a better program (default {TUNE_DEFAULTS.phase_one_patience}; 0 runs exactly "
-        "min(|cluster|, 10) rounds, as bcd-algorithm.md)",
+        help=argparse.SUPPRESS,  # research knob: experiments/README.md
     )
     _add_representative_option(parser)
     parser.add_argument(
         "--late-cost-model",
         default=TUNE_DEFAULTS.late_cost_model,
         choices=list(LATE_COST_MODELS),
-        help="bcd: the model that ranks candidates in phase 3 (default 'shared': bcd's shared model "
-        "throughout; 'metaschedule': MetaSchedule's XGBModel once it has learnt from 100 samples)",
+        help=argparse.SUPPRESS,  # research knob: experiments/README.md
+    )
+
+
+def _add_research_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--diffusion-share",
+        type=float,
+        default=TUNE_DEFAULTS.diffusion_share,
+        help=argparse.SUPPRESS,  # research knob: experiments/README.md
     )
 
 
@@ -517,8 +551,15 @@ def build_parser() -> argparse.ArgumentParser:
     tune = sub.add_parser("tune", help="tune a model; re-running the same command resumes it")
     tune.add_argument("model")
     _add_model_options(tune)
-    tune.add_argument("--strategy", default="bcd", choices=["bcd", "metaschedule"])
+    tune.add_argument(
+        "--strategy",
+        default=TUNE_DEFAULTS.strategy,
+        choices=list(STRATEGIES),
+        help="bcd (the default: stock MetaSchedule with diffused programs added), bcd-phased (the paper's "
+        "phased schedule), or metaschedule (stock)",
+    )
     _add_budget_options(tune)
+    _add_research_options(tune)
     _add_runner_options(tune)
     tune.add_argument("--db", help="records database (default runs/MODEL.db)")
     tune.add_argument("--new-session", action="store_true", help="start over instead of resuming")
@@ -529,10 +570,19 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--no-check", action="store_true", help="with --out: skip the onnxruntime check")
     tune.set_defaults(func=cmd_tune)
 
-    bench = sub.add_parser("bench", help="stock MetaSchedule vs BCD on the same model and budget")
-    bench.add_argument("model")
+    bench = sub.add_parser("bench", help="stock MetaSchedule vs BCD on the same models and budget")
+    bench.add_argument("model", nargs="+")
     _add_model_options(bench)
     _add_budget_options(bench)
+    _add_research_options(bench)
+    bench.add_argument(
+        "--seeds", type=int, default=1, help="runs per strategy and model (seeds 0..N-1); 2 or more write a matrix"
+    )
+    bench.add_argument(
+        "--strategies",
+        default="bcd",
+        help="strategies to compare with stock MetaSchedule, comma-separated (e.g. bcd,bcd-phased)",
+    )
     _add_runner_options(bench)  # the tunes only: both compiled models are timed on this machine
     bench.add_argument("--out", help="folder for stores, timelines, plot, JSON (default runs/bench-MODEL)")
     bench.add_argument("--runs", type=int, default=50, help="runs for each measured latency")

@@ -496,12 +496,10 @@ class MainWindow(QMainWindow):
             self.report_error(err, "open the model")
             return
         mode = self.settings_panel.cluster_mode.currentText()
-        rule = self.settings_panel.representative_rule.currentText()
-        split = float(self.settings_panel.split_heavier_than.value())
 
         def work(progress: Any) -> Any:
             progress(0, 2, f"importing {path.name} and extracting tuning tasks")
-            return prepare_model(path, target, shapes, mode, rule, split)
+            return prepare_model(path, target, shapes, mode)
 
         self.run_job(
             f"Opening {path.name}", work, lambda prepared: self._model_prepared(path, prepared), "open the model"

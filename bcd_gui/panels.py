@@ -27,10 +27,7 @@ from bcd_core.formatting import format_duration, format_flops, format_latency
 from bcd_core.model_import import parse_input_shapes
 from bcd_core.session_view import Provenance, SessionSnapshot
 from bcd_core.tuning.settings import (
-    AUTO_CLUSTER_PRIORS_MIN_TASKS,
     CLUSTER_MODES,
-    PRIOR_SOURCES,
-    REPRESENTATIVE_RULES,
     RUNNERS,
     STRATEGIES,
     TuneSettings,
@@ -48,38 +45,15 @@ class SettingsPanel(QWidget):
         self.target = QLineEdit("llvm")
         self.target.setToolTip('\'llvm\' (this CPU), a JSON dict such as {"kind": "llvm", "num-cores": 4}, or a tag')
         self.strategy = QComboBox()
-        self.strategy.addItems(list(reversed(STRATEGIES)))  # bcd first: the default
+        self.strategy.addItems(list(STRATEGIES))  # bcd first: the default
+        self.strategy.setToolTip(
+            "bcd: stock MetaSchedule's scheduler and search, with programs found for one task diffused into "
+            "similar tasks; bcd-phased: the paper's phased schedule; metaschedule: stock, to compare with"
+        )
         self.strategy.setCurrentText(DEFAULTS.strategy)
         self.cluster_mode = QComboBox()
         self.cluster_mode.addItems(list(CLUSTER_MODES))
         self.cluster_mode.setCurrentText(DEFAULTS.cluster_mode)
-        self.representative_rule = QComboBox()
-        self.representative_rule.addItems(list(REPRESENTATIVE_RULES))
-        self.representative_rule.setCurrentText(DEFAULTS.representative_rule)
-        self.representative_rule.setToolTip(
-            "The task of each cluster tuned first and diffused from: similar (the most similar to the "
-            "others) or heaviest (the most work, FLOPs x weight). The next tune uses it; the cluster tree "
-            "shows it from then, or when the model is opened again"
-        )
-        self.prior_source = QComboBox()
-        self.prior_source.addItems(list(PRIOR_SOURCES))
-        self.prior_source.setCurrentText(DEFAULTS.prior_source)
-        self.prior_source.setToolTip(
-            "Whose programs are diffused into a task: cluster (any other task of its cluster whose "
-            "program beats the task's own best per FLOP), representative (its representative's only), or "
-            f"auto (cluster when the model has a cluster of {AUTO_CLUSTER_PRIORS_MIN_TASKS} or more tasks)"
-        )
-        # Whole ratios are fine here; 0 shows as "off" (the engine's meaning of 0).
-        self.split_heavier_than = QSpinBox()
-        self.split_heavier_than.setRange(0, 10_000)
-        self.split_heavier_than.setSpecialValueText("off")
-        self.split_heavier_than.setSuffix("x")
-        self.split_heavier_than.setValue(round(DEFAULTS.split_heavier_than))
-        self.split_heavier_than.setToolTip(
-            "Tune a cluster member with more than this many times its representative's work (FLOPs x "
-            "weight) on its own, as a singleton, instead of diffusing into it. The next tune uses it; the "
-            "cluster tree shows it from then, or when the model is opened again"
-        )
         self.trials_per_task = QSpinBox()
         self.trials_per_task.setRange(1, 100_000)
         self.trials_per_task.setValue(DEFAULTS.trials_per_task)
@@ -103,9 +77,6 @@ class SettingsPanel(QWidget):
             ("Target", self.target),
             ("Strategy", self.strategy),
             ("Clustering", self.cluster_mode),
-            ("Representative", self.representative_rule),
-            ("Diffuse from", self.prior_source),
-            ("Split members heavier than", self.split_heavier_than),
             ("Trials per task", self.trials_per_task),
             ("Measured per round", self.trials_per_round),
             ("Input shapes", self.input_shapes),
@@ -139,9 +110,6 @@ class SettingsPanel(QWidget):
             trials_per_task=self.trials_per_task.value(),
             trials_per_round=self.trials_per_round.value(),
             cluster_mode=self.cluster_mode.currentText(),
-            representative_rule=self.representative_rule.currentText(),
-            split_heavier_than=float(self.split_heavier_than.value()),
-            prior_source=self.prior_source.currentText(),
             input_shapes={k: list(v) for k, v in self.shape_overrides().items()},
             **self.runner_settings(),
         )
@@ -151,9 +119,6 @@ class SettingsPanel(QWidget):
             self.target,
             self.strategy,
             self.cluster_mode,
-            self.representative_rule,
-            self.split_heavier_than,
-            self.prior_source,
             self.trials_per_task,
             self.trials_per_round,
             self.input_shapes,

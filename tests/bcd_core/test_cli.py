@@ -125,7 +125,9 @@ def test_representative_option_reaches_the_settings_and_is_checked() -> None:
     from bcd_core.cli import build_parser, settings_from_args
     from bcd_core.tuning.settings import TuneSettings
 
-    chosen = build_parser().parse_args(["tune", str(SAMPLE_MODEL), "--representative", "heaviest"])
+    chosen = build_parser().parse_args(
+        ["tune", str(SAMPLE_MODEL), "--strategy", "bcd-phased", "--representative", "heaviest"]
+    )
     assert settings_from_args(chosen).representative_rule == "heaviest"
     assert "representative_rule" in settings_from_args(chosen).identity()
     default = build_parser().parse_args(["tune", str(SAMPLE_MODEL)])
@@ -138,7 +140,9 @@ def test_split_option_reaches_the_settings_and_is_checked(tmp_path: Path) -> Non
     from bcd_core.cli import build_parser, settings_from_args
     from bcd_core.tuning.settings import TuneSettings
 
-    chosen = build_parser().parse_args(["bench", str(SAMPLE_MODEL), "--split-heavier-than", "8"])
+    chosen = build_parser().parse_args(
+        ["tune", str(SAMPLE_MODEL), "--strategy", "bcd-phased", "--split-heavier-than", "8"]
+    )
     assert settings_from_args(chosen).split_heavier_than == 8.0
     assert settings_from_args(chosen).identity()["split_heavier_than"] == 8.0
     default = build_parser().parse_args(["tune", str(SAMPLE_MODEL)])
@@ -152,7 +156,9 @@ def test_prior_source_option_reaches_the_settings_and_is_checked() -> None:
     from bcd_core.cli import build_parser, settings_from_args
     from bcd_core.tuning.settings import TuneSettings
 
-    chosen = build_parser().parse_args(["tune", str(SAMPLE_MODEL), "--prior-source", "representative"])
+    chosen = build_parser().parse_args(
+        ["tune", str(SAMPLE_MODEL), "--strategy", "bcd-phased", "--prior-source", "representative"]
+    )
     assert settings_from_args(chosen).prior_source == "representative"
     assert settings_from_args(chosen).identity()["prior_source"] == "representative"
     default = build_parser().parse_args(["tune", str(SAMPLE_MODEL)])
@@ -161,3 +167,17 @@ def test_prior_source_option_reaches_the_settings_and_is_checked() -> None:
         build_parser().parse_args(["tune", str(SAMPLE_MODEL), "--prior-source", "everyone"])
     with pytest.raises(ValueError, match="prior source"):
         TuneSettings(prior_source="everyone")
+
+
+def test_research_knobs_stay_out_of_help_but_still_work() -> None:
+    from bcd_core.cli import build_parser, settings_from_args
+
+    result = bcd("tune", "--help")
+    assert result.returncode == 0 and "--strategy" in result.stdout and "bcd-phased" in result.stdout
+    for knob in ("--prior-top-k", "--prior-source", "--phase-one-patience", "--representative", "--diffusion-share"):
+        assert knob not in result.stdout
+    chosen = build_parser().parse_args(["tune", str(SAMPLE_MODEL), "--diffusion-share", "0"])
+    assert (
+        settings_from_args(chosen).diffusion_share == 0
+        and settings_from_args(chosen).identity()["diffusion_share"] == 0
+    )
