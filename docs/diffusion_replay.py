@@ -9,7 +9,7 @@ the run found for that member by the end (1.0 = diffusion alone found the run's 
 then the geometric mean of those ratios per variant, and how many members each variant got
 within 1.5x of the run's final best. The `ranked-*` variants let a cost model, trained on
 every trial the run had measured before the cluster's first diffusion, pick the half batch
-from a wider pool (experiments: the tuner does not have them; docs/benchmarks.md).
+from a wider pool (experiments: the tuner does not have them; docs/history/benchmarks-until-2026-11-24.md).
 `--prior-task TASK` adds a variant that diffuses from another task of the cluster (every
 program the run measured for it, or its first K rounds with `--prior-rounds K`), as if it had
 been the representative; `--prior-rounds K` alone adds one that diffuses from the

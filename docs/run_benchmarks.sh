@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmarks behind docs/benchmarks.md. Run alone on an otherwise idle machine:
+# The benchmarks behind docs/history/benchmarks-until-2026-11-24.md. Run alone on an otherwise idle machine:
 # timings are wall-clock and anything else running skews them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +9,7 @@ bcd_only() {  # model, out folder, baseline store, extra bcd options
     mkdir -p "$2" && cp "$3" "$2/metaschedule.db"
     bcd bench "../shared/models/$1.onnx" --trials-per-task 32 --trials-per-round 16 --out "$2" "${@:4}"
 }
-# Thirteenth session of 2026-11-24 (docs/benchmarks.md, first section): fresh pairs of the
+# Thirteenth session of 2026-11-24 (docs/history/benchmarks-until-2026-11-24.md, first section): fresh pairs of the
 # default then (cluster priors, code 2f6e70f) on ResNet-18, BERT-mini and SqueezeNet, and BERT-mini
 # with representative priors; cross pairs and mean curves.
 for run in k l m; do
@@ -34,8 +34,8 @@ bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-
 python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{ad,ae,af,ag}/squeezenet1_1-bench.json \
     --bcd docs/bench/squeezenet-bcd-only/cluster-{ae,af}/squeezenet1_1-bench.json \
     docs/bench/squeezenet-32ag/squeezenet1_1-bench.json --plot docs/bench/squeezenet-pairs-13.png
-# CUDA on a lent H100 (docs/benchmarks.md, last section): TPT=16 docs/run_cuda_check.sh
-# Twelfth session of 2026-11-24 (docs/benchmarks.md, first section): cluster priors (now the
+# CUDA on a lent H100 (docs/history/benchmarks-until-2026-11-24.md, last section): TPT=16 docs/run_cuda_check.sh
+# Twelfth session of 2026-11-24 (docs/history/benchmarks-until-2026-11-24.md, first section): cluster priors (now the
 # default) and --split-heavier-than, each against the baseline of a fresh pair. The pairs ran
 # when "representative" was the default; cluster-ad and both-ad ran commit 5597be0 (no gate).
 for run in ad ae af; do
@@ -59,7 +59,7 @@ bcd bench ../shared/models/bert_mini_l4_h256.onnx --trials-per-task 32 --trials-
     --out docs/bench/bert_mini-32p   # the new default (cluster priors)
 python docs/cross_pairs.py --baseline docs/bench/bert_mini-32{c,d,e,f,g,h,i,j,k,l,m,n,o,p}/bert_mini_l4_h256-bench.json \
     --bcd docs/bench/bert_mini-32p/bert_mini_l4_h256-bench.json
-# Eleventh session of 2026-11-24 (docs/benchmarks.md, first section): the new --representative
+# Eleventh session of 2026-11-24 (docs/history/benchmarks-until-2026-11-24.md, first section): the new --representative
 # heaviest against the default, in fresh SqueezeNet pairs, and a stage profile of each strategy.
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/heavy-w docs/bench/squeezenet-32w/metaschedule.db \
     --cluster-mode sketch --representative heaviest   # sketch: the 32w baseline session's mode
@@ -77,7 +77,7 @@ python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{x,y,z,aa,ab,ac}/s
     --bcd docs/bench/squeezenet-32{y,aa,ab,ac}/squeezenet1_1-bench.json --plot docs/bench/squeezenet-pairs-11.png
 python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{x,y,z,aa,ab,ac}/squeezenet1_1-bench.json \
     --bcd docs/bench/squeezenet-32{x,z}/squeezenet1_1-bench.json
-# Tenth session of 2026-11-24 (docs/benchmarks.md, second section): ResNet-18 pairs with each
+# Tenth session of 2026-11-24 (docs/history/benchmarks-until-2026-11-24.md, second section): ResNet-18 pairs with each
 # clustering, four more BERT-mini loose-sketch pairs, and a probe of the members' seeded round.
 # 32h and 32i were started as BCD-only runs on copies of the 32g and 32f baseline stores; the
 # clustering mode is part of a session's identity, so each tuned a fresh baseline (fresh pairs).
@@ -102,7 +102,7 @@ python docs/cross_pairs.py --baseline docs/bench/bert_mini-32{c,d,e,f,g,h,i,j,k,
     --bcd docs/bench/bert_mini-32{i,j,k,l,m,n,o}/bert_mini_l4_h256-bench.json --plot docs/bench/bert_mini-loose-pairs-7.png
 python docs/cross_pairs.py --baseline docs/bench/bert_mini-32{c,d,e,f,g,h,i,j,k,l,m,n,o}/bert_mini_l4_h256-bench.json \
     --bcd docs/bench/bert_mini-32{c,d,e,f,g,h}/bert_mini_l4_h256-bench.json
-# Ninth session of 2026-11-24 (docs/benchmarks.md, first section): six fresh BERT-mini pairs of
+# Ninth session of 2026-11-24 (docs/history/benchmarks-until-2026-11-24.md, first section): six fresh BERT-mini pairs of
 # main (code 86d28a0), their cross pairs, and one stage profile of each strategy.
 for run in c d e f g h; do
     bcd bench ../shared/models/bert_mini_l4_h256.onnx --trials-per-task 32 --trials-per-round 16 \
@@ -125,7 +125,7 @@ python docs/cross_pairs.py --baseline docs/bench/bert_mini-32{c,d,e,f,g,h,i,j,k}
     --bcd docs/bench/bert_mini-32{i,j,k}/bert_mini_l4_h256-bench.json --plot docs/bench/bert_mini-loose-pairs.png
 python docs/cross_pairs.py --baseline docs/bench/bert_mini-32{c,d,e,f,g,h,i,j,k}/bert_mini_l4_h256-bench.json \
     --bcd docs/bench/bert_mini-32{c,d,e,f,g,h}/bert_mini_l4_h256-bench.json
-# Eighth session of 2026-11-23 (docs/benchmarks.md, first section): replays of other priors,
+# Eighth session of 2026-11-23 (docs/history/benchmarks-until-2026-11-24.md, first section): replays of other priors,
 # pair v at commit 9c73cc6 (a 10x-heavier member tuned alone; reverted), cost-model probes, w main.
 squeeze=../shared/models/squeezenet1_1.onnx
 replays=docs/bench/diffusion-replay
@@ -158,7 +158,7 @@ bcd bench $squeeze --trials-per-task 32 --trials-per-round 16 --out docs/bench/s
 bcd bench ../shared/models/resnet18.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/resnet18-32f  # main
 python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{n,o,p,q,r,s,t,u,v,w}/squeezenet1_1-bench.json \
     --bcd docs/bench/squeezenet-32{n,p,t,u,w}/squeezenet1_1-bench.json
-# Seventh session of 2026-11-23 (docs/benchmarks.md, second section): ranked diffusion replayed
+# Seventh session of 2026-11-23 (docs/history/benchmarks-until-2026-11-24.md, second section): ranked diffusion replayed
 # offline; r and s at commit a6f3717 (phase 3 counts stalls from its own start; reverted), t and u main.
 for run in n p; do
     python docs/diffusion_replay.py ../shared/models/squeezenet1_1.onnx "docs/bench/squeezenet-32$run/bcd.db" \
@@ -175,15 +175,15 @@ done
 bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/squeezenet-32u
 python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{n,o,p,q,r,s,t,u}/squeezenet1_1-bench.json \
     --bcd docs/bench/squeezenet-32{n,p,t,u}/squeezenet1_1-bench.json
-# Sixth session of 2026-11-23 (docs/benchmarks.md, second section): fresh pairs, default and option alternating.
+# Sixth session of 2026-11-23 (docs/history/benchmarks-until-2026-11-24.md, second section): fresh pairs, default and option alternating.
 for run in n:shared o:metaschedule p:shared q:metaschedule; do
     bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 \
         --late-cost-model "${run#*:}" --out "docs/bench/squeezenet-32${run%%:*}"
 done
-# Fifth session of 2026-11-23 (docs/benchmarks.md, second section): MetaSchedule's model ranks phase 3.
+# Fifth session of 2026-11-23 (docs/history/benchmarks-until-2026-11-24.md, second section): MetaSchedule's model ranks phase 3.
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/af docs/bench/squeezenet-32l/metaschedule.db --late-cost-model metaschedule
 bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 --late-cost-model metaschedule --out docs/bench/squeezenet-32m
-# Fourth session of 2026-11-23 (docs/benchmarks.md, first section): two cost-model variants, not kept.
+# Fourth session of 2026-11-23 (docs/history/benchmarks-until-2026-11-24.md, first section): two cost-model variants, not kept.
 # ad: in tune_bcd, cost_model = ms.cost_model.XGBModel(num_tuning_cores=2, tree_method="auto",
 #     num_warmup_samples=0) instead of SharedXGBModel; ae: SharedXGBModel.finetune boosts on
 #     self._grouped(range(len(self.latencies))) (every sample) instead of the new batch.
@@ -196,7 +196,7 @@ done; done
 for s in 1 2; do for m in stock shared; do
     python docs/single_task_search.py ../shared/models/squeezenet1_1.onnx $T --cost-model $m --seed $s --rounds 3
 done; done
-# Latest results (docs/benchmarks.md, first section): a larger budget, and three variants not kept
+# Latest results (docs/history/benchmarks-until-2026-11-24.md, first section): a larger budget, and three variants not kept
 # (d43b2c1: stall decay 0.75; ed97261: fresh-start exploring; 51c1a80 on branch unit-dims-key:
 # first-layer convolution as a singleton; check those commits out to rerun).
 bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 64 --trials-per-round 16 --out docs/bench/squeezenet-64a
@@ -220,7 +220,7 @@ done
 for seed in 1 2 3 4; do
     python docs/single_task_search.py ../shared/models/squeezenet1_1.onnx fused_conv2d_add_relu --seed "$seed" --rounds 6
 done
-# Before that (docs/benchmarks.md, second section): phase 1 until the representative stalls.
+# Before that (docs/history/benchmarks-until-2026-11-24.md, second section): phase 1 until the representative stalls.
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/u docs/bench/squeezenet-32j/metaschedule.db  # code e6446a9
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/v docs/bench/squeezenet-32i/metaschedule.db  # code e6446a9
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/w docs/bench/squeezenet-32k/metaschedule.db
@@ -235,7 +235,7 @@ python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{b,c,d,e,f,g,h,i,j
 # Dropped variants, same bcd_only commands: squeezenet-bcd-only/s and t (baseline j; patience 2
 # with min(|C|, 10), t also without stall decay), squeezenet-bcd-only/x (baseline l) and
 # resnet18-bcd-only/k (baseline 32d) with the rate-gap floor of commit 1621728.
-# Before that (docs/benchmarks.md, second section): diffusion from the top 8, one program each.
+# Before that (docs/history/benchmarks-until-2026-11-24.md, second section): diffusion from the top 8, one program each.
 for run in squeezenet-32{g,i,j} squeezenet-bcd-only/{m,n}; do
     python docs/diffusion_replay.py ../shared/models/squeezenet1_1.onnx "docs/bench/$run/bcd.db" \
         --json "docs/bench/diffusion-replay/${run//\//-}.json"
@@ -256,7 +256,7 @@ python docs/cross_pairs.py --baseline docs/bench/resnet18-32{c,d}/resnet18-bench
     --bcd docs/bench/resnet18-bcd-only/{f,g}/resnet18-bench.json
 # The dropped catch-up rounds (branch catch-up-experiment, commit 7bffcf2): the same bcd_only
 # commands into squeezenet-bcd-only/{q,r} (baselines j, i) and resnet18-bcd-only/{h,i} (32c, 32d).
-# Before that (docs/benchmarks.md, second section): phase 3 by gain per trial, 1 % stall rule.
+# Before that (docs/history/benchmarks-until-2026-11-24.md, second section): phase 3 by gain per trial, 1 % stall rule.
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/m docs/bench/squeezenet-32i/metaschedule.db
 bcd_only squeezenet1_1 docs/bench/squeezenet-bcd-only/n docs/bench/squeezenet-32g/metaschedule.db
 bcd_only resnet18 docs/bench/resnet18-bcd-only/e docs/bench/resnet18-32c/metaschedule.db
@@ -271,8 +271,8 @@ python docs/cross_pairs.py --baseline docs/bench/resnet18-32{c,d}/resnet18-bench
 python docs/cost_model_replay.py docs/bench/squeezenet-32i/bcd.db
 # squeezenet-bcd-only/per-second-{1,2,3} (baselines i, g, f) and resnet18-bcd-only/per-second:
 # the same bcd_only commands with a
-# gain-per-second variant of phase 3 that was dropped (not committed; docs/benchmarks.md).
-# Before that (docs/benchmarks.md, second section): pooled builder.
+# gain-per-second variant of phase 3 that was dropped (not committed; docs/history/benchmarks-until-2026-11-24.md).
+# Before that (docs/history/benchmarks-until-2026-11-24.md, second section): pooled builder.
 bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/squeezenet-32h
 bcd bench ../shared/models/resnet18.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/resnet18-32c
 bcd bench ../shared/models/bert_mini_l4_h256.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/bert_mini-32b
@@ -280,7 +280,7 @@ bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-
 python docs/cross_pairs.py --baseline docs/bench/squeezenet-32{f,g,h,i}/squeezenet1_1-bench.json \
     --bcd docs/bench/squeezenet-32{f,h,i}/squeezenet1_1-bench.json
 python docs/builder_overhead.py
-# Earlier the same evening (docs/benchmarks.md, third section).
+# Earlier the same evening (docs/history/benchmarks-until-2026-11-24.md, third section).
 bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/squeezenet-32d
 bcd bench ../shared/models/squeezenet1_1.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/squeezenet-32e
 bcd bench ../shared/models/resnet18.onnx --trials-per-task 32 --trials-per-round 16 --out docs/bench/resnet18-32b

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A short CUDA tune on an NVIDIA GPU (the figures in docs/benchmarks.md, "CUDA"): the sample MLP tuned with BCD,
+# A short CUDA tune on an NVIDIA GPU (the figures in docs/history/benchmarks-until-2026-11-24.md, "CUDA"): the sample MLP tuned with BCD,
 # exported and checked against onnxruntime, then stock MetaSchedule vs BCD on SqueezeNet with a small budget.
 # Usage: docs/run_cuda_check.sh [OUT] [MODELS]   (needs nvcc on PATH and a CUDA driver)
 set -euo pipefail

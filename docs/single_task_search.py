@@ -73,7 +73,8 @@ def main() -> None:
                 population_size=settings.population_size, init_min_unmeasured=settings.init_min_unmeasured
             ),
             task_name=task.name,
-            rand_state=args.seed * 1000 + 7 + position,  # the offset of the runs in docs/benchmarks.md
+            # the offset of the runs in docs/history/benchmarks-until-2026-11-24.md
+            rand_state=args.seed * 1000 + 7 + position,
             num_threads=host_core_count(),
             logger=logging.getLogger("single_task_search"),
         )

@@ -1,7 +1,7 @@
 """How much a task's next round improves its best latency, by how many rounds in a row it went
 without a better program: what BCD's phase-3 STALL_DECAY (bcd_core/tuning/bcd.py, 0.5) models.
 The stored BCD runs fit about 0.75 per stalled round; 0.75 was tried and not kept
-(docs/benchmarks.md, 2026-11-23 third session).
+(docs/history/benchmarks-until-2026-11-24.md, 2026-11-23 third session).
 
 Reads finished stores (any strategy) and, for every round of every task after its second,
 records the relative improvement of the task's best latency, grouped by the rounds in a row
