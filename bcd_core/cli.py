@@ -20,6 +20,7 @@ from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.settings import (
     CLUSTER_MODES,
     DEFAULT_CLUSTER_MODE,
+    FIRST_ROUNDS,
     LATE_COST_MODELS,
     PRIOR_SOURCES,
     REPRESENTATIVE_RULES,
@@ -247,6 +248,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
             split_heavier_than=args.split_heavier_than,
             late_cost_model=args.late_cost_model,
             diffusion_share=args.diffusion_share,
+            first_round=args.first_round,
         )
     except ValueError as err:
         raise BcdError(str(err)) from err
@@ -515,6 +517,12 @@ def _add_research_options(parser: argparse.ArgumentParser) -> None:
         "--diffusion-share",
         type=float,
         default=TUNE_DEFAULTS.diffusion_share,
+        help=argparse.SUPPRESS,  # research knob: experiments/README.md
+    )
+    parser.add_argument(
+        "--first-round",
+        default=TUNE_DEFAULTS.first_round,
+        choices=list(FIRST_ROUNDS),
         help=argparse.SUPPRESS,  # research knob: experiments/README.md
     )
 

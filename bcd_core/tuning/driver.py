@@ -10,7 +10,7 @@ from typing import Any
 
 from tvm.s_tir import meta_schedule as ms
 
-from bcd_core.cost_model.phased import PhasedCostModel
+from bcd_core.cost_model.phased import STOCK_WARMUP_SAMPLES, PhasedCostModel, python_model, stored_runner_result
 from bcd_core.cost_model.xgb import SharedXGBModel
 from bcd_core.target import host_core_count
 from bcd_core.tuning.measure import make_builder, make_runner
@@ -18,10 +18,17 @@ from bcd_core.tuning.session import RecordTrials, TuningRun, standard_callbacks
 from bcd_core.tuning.settings import PHASED
 
 
-def make_cost_model(run: TuningRun) -> ms.cost_model.PyCostModel:
+def make_cost_model(run: TuningRun) -> ms.cost_model.CostModel:
+    """`bcd`: stock's own model, MetaSchedule's XGBModel, one for every task of the model as
+    in `tune_tasks`; it learns from each batch as soon as it is measured, so that it ranks
+    later tasks' first rounds (once past its warm-up) and guides every later round as well
+    as stock's does (the phased strategy's shared model ranked members' late rounds worse:
+    docs/history/benchmarks-until-2026-11-24.md, run ad)."""
     settings = run.settings
     if settings.strategy != PHASED:
-        return SharedXGBModel(num_threads=host_core_count(), seed=settings.seed, rank_unseen_tasks=False)
+        return ms.cost_model.XGBModel(
+            num_warmup_samples=STOCK_WARMUP_SAMPLES, num_tuning_cores=host_core_count(), tree_method="auto"
+        )
     if settings.late_cost_model == "shared":
         return SharedXGBModel(num_threads=host_core_count(), seed=settings.seed)
     return PhasedCostModel.for_host(host_core_count(), settings.seed)
@@ -34,10 +41,17 @@ def retrain_from_store(run: TuningRun, model: ms.cost_model.PyCostModel) -> None
     for trial in run.store.trials(run.session_id):
         if trial["task_id"] in row_to_index:
             by_task.setdefault(row_to_index[trial["task_id"]], []).append(trial)
+    model = python_model(model)
+    stock = not hasattr(model, "pretrain")  # MetaSchedule's XGBModel (isinstance fails on derived objects)
     for index, trials in by_task.items():
         candidates = [run.database.record_from_row(t).as_measure_candidate() for t in trials]
-        model.pretrain(run.contexts[index], candidates, [t["latency_s"] for t in trials])
-    model.train_full()
+        latencies = [t["latency_s"] for t in trials]
+        if stock:
+            model.update(run.contexts[index], candidates, [stored_runner_result(x) for x in latencies])
+        else:
+            model.pretrain(run.contexts[index], candidates, latencies)
+    if not stock:
+        model.train_full()
     run.message("info", f"cost model retrained on {sum(len(t) for t in by_task.values())} stored trials")
 
 

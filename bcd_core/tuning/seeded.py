@@ -1,18 +1,26 @@
 """Bayesian Code Diffusion over stock MetaSchedule: the `bcd` strategy.
 
 Stock MetaSchedule is the floor. Its gradient task scheduler decides which task gets the
-next round (the same formula, here in Python so the user can steer it) and every round is
-its EvolutionarySearch with the stock settings. Diffusion only adds: when a round of a task
-begins and other tasks of its cluster have measured programs faster per FLOP than the
-task's own best, some of the round's candidates (`diffusion_share` of the batch, twice that
-in the task's first round) are those programs diffused into the task (tile sizes adapted,
-provenance kept), in place of the search's lowest-ranked picks. Once measured they are
-records of the task, so the search's next population starts from them when they are good
-(MetaSchedule seeds each search from the task's best records) and ignores them when they are
-not: a wrong guess costs those few trials, never the task's budget. A program is diffused
-into a task once. The first round robin measures every cluster's representative before any
-member, so members already get their cluster's programs in their first round. One shared
-XGBoost model ranks the candidates of every task.
+next round (the same formula, here in Python so the user can steer it), its XGBModel is the
+one cost model of every task, and every round after a task's first is its EvolutionarySearch
+with the stock settings. BCD adds three things:
+
+- Each batch is joined as soon as it is measured (stock joins none before its whole first
+  round robin is submitted), so its programs can diffuse and the cost model learns from it.
+- A task's first round is a fresh sample of its design space, half of it the model's best
+  picks and half random (first_round.py), not four generations of evolution steered by
+  random scores.
+- Diffusion: when a round of a task begins and other tasks of its cluster have measured
+  programs faster per FLOP than the task's own best, some of the round's candidates
+  (`diffusion_share` of the batch) are those programs diffused into the task (tile sizes
+  adapted, provenance kept), in place of the lowest-ranked picks. Once measured they are
+  records of the task, so the search's next population starts from them when they are good
+  (MetaSchedule seeds each search from the task's best records) and ignores them when they
+  are not: a wrong guess costs those few trials, never the task's budget. A program is
+  diffused into a task once, no program is measured twice for a task, and a task that two
+  diffused batches in a row did not improve receives no more. The first round robin
+  measures every cluster's representative before any member, so members already get their
+  cluster's programs in their first round.
 """
 
 from __future__ import annotations
@@ -23,12 +31,13 @@ import random
 import time
 from typing import Any
 
-import tvm_ffi
 from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 
+from bcd_core.cost_model.phased import python_model
 from bcd_core.diffusion import diffuse
 from bcd_core.tuning.driver import drive
+from bcd_core.tuning.first_round import module_hash, ranked_samples
 from bcd_core.tuning.metaschedule import evolutionary_search
 from bcd_core.tuning.priors import faster_per_flop
 from bcd_core.tuning.session import TuningRun
@@ -39,6 +48,9 @@ log = logging.getLogger("bcd.tuning.seeded")
 GRADIENT_ALPHA = 0.2
 GRADIENT_WINDOW = 3
 NO_VALID_TIME = 1e100  # what GradientBased holds for a task with no valid measurement
+# A task stops receiving diffused programs after this many diffused batches in a row of
+# which none became its best program.
+DIFFUSION_MISSES = 2
 
 
 def task_gradient(history: list[float], weight: float) -> float:
@@ -72,6 +84,9 @@ class SeededPlan(ClusterSteering):
         self.received: dict[int, set[int]] = {}  # task -> trial ids diffused into it
         self.seen: dict[int, set[int]] = {}  # task -> module hashes it was handed this run
         self.unmatched: set[int] = set()  # tasks told that no sketch matched
+        self.misses: dict[int, int] = {}  # task -> diffused batches in a row that gave it nothing
+        self.searches: dict[int, ms.search_strategy.EvolutionarySearch] = {}  # task -> its search, once tuning
+        self.reproposed = 0  # candidates the searches proposed again, dropped
         rows = run.store.tasks(run.session_id)
         self.provenance_written = {row["idx"] for row in rows if row["diffused_best_s"] is not None}
         self._restore_received()
@@ -79,11 +94,33 @@ class SeededPlan(ClusterSteering):
         run.batch_hooks.append(self.after_batch)
 
     def _restore_received(self) -> None:
-        """On resume: which programs each task received already (never diffused twice)."""
+        """On resume: which programs each task received already (never diffused twice), and
+        how its diffused batches fared (`note_diffusion_outcome`)."""
         index_of_row = {row_id: index for index, row_id in self.run.task_row_ids.items()}
+        rounds: dict[tuple[int, int], list[dict[str, Any]]] = {}
         for trial in self.run.store.trials(self.run.session_id):
+            index = index_of_row.get(trial["task_id"])
+            if index is None:
+                continue
+            rounds.setdefault((trial["round"], index), []).append(trial)
             if trial["origin"] == "diffused" and trial["source_trial_id"] is not None:
-                self.received.setdefault(index_of_row[trial["task_id"]], set()).add(trial["source_trial_id"])
+                self.received.setdefault(index, set()).add(trial["source_trial_id"])
+        best: dict[int, float] = {}
+        for (_, index), trials in sorted(rounds.items()):
+            latencies = [t["latency_s"] for t in trials if t["latency_s"]]
+            best[index] = min([*latencies, best.get(index, math.inf)])
+            diffused = [t["latency_s"] or math.inf for t in trials if t["origin"] == "diffused"]
+            self.note_diffusion_outcome(index, diffused, best[index])
+
+    def note_diffusion_outcome(self, task_index: int, diffused: list[float], best: float) -> None:
+        """After a batch: did one of its diffused programs (latencies) become the task's best?
+        A task none of whose last DIFFUSION_MISSES diffused batches did receives no more: its
+        cluster-mates' programs do not suit it (SqueezeNet's 3-channel first convolution is
+        slower per FLOP than all of them, so it would take every new program of each)."""
+        if not diffused:
+            return
+        hit = min(diffused) <= best
+        self.misses[task_index] = 0 if hit else self.misses.get(task_index, 0) + 1
 
     # -- choosing the next task -------------------------------------------------------------
     def next_task(self, scheduler: Any) -> int | None:
@@ -128,18 +165,47 @@ class SeededPlan(ClusterSteering):
         share = self.settings.diffusion_share
         if share <= 0 or self.cluster_of(task_index).size < 2:
             return 0
-        if self.run.rounds_per_task.get(task_index, 0) == 0:
-            share = min(0.5, 2 * share)  # nothing of its own to search from yet
+        if self.misses.get(task_index, 0) >= DIFFUSION_MISSES:
+            return 0
+        # The same share in a task's first round: half of it held a task whose programs are
+        # unlike its cluster-mates' in their basin (SqueezeNet's 3-channel first convolution,
+        # for which stock's random first rounds found programs 1.5-2.5x faster).
         return max(1, int(batch * share))
 
     def mix_in_diffused(self, task_index: int, candidates: list[ms.MeasureCandidate]) -> list[ms.MeasureCandidate]:
         """The search's batch with up to a quota of its last (lowest-ranked) candidates
-        replaced by programs diffused from the task's cluster."""
+        replaced by programs diffused from the task's cluster. Programs measured outside
+        the search (its first round, diffused ones) are not measured again: the search
+        only remembers its own picks, so it proposes them again when they are good."""
         seen = self.seen.setdefault(task_index, set())
-        seen.update(int(tvm_ffi.structural_hash(c.sch.mod)) for c in candidates)
+        fresh = [c for c in candidates if module_hash(c.sch) not in seen]
+        self.reproposed += len(candidates) - len(fresh)
+        seen.update(module_hash(c.sch) for c in fresh)
         quota = min(self.diffusion_quota(task_index, len(candidates)), len(candidates))
         seeds = self.diffused(task_index, quota, seen) if quota else []
-        return candidates[: len(candidates) - len(seeds)] + seeds
+        batch = fresh[: len(candidates) - len(seeds)] + seeds
+        short = len(candidates) - len(batch)
+        if short > 0 and task_index in self.searches:
+            batch += self.ranked(task_index, short)
+        return batch
+
+    def first_round(self, task_index: int, batch: int) -> list[ms.MeasureCandidate]:
+        """A task's first batch: its cluster's diffused programs (up to the quota), then a
+        fresh sample of its design space, half the cost model's best, half at random
+        (first_round.py)."""
+        seen = self.seen.setdefault(task_index, set())
+        quota = min(self.diffusion_quota(task_index, batch), batch)
+        seeds = self.diffused(task_index, quota, seen) if quota else []
+        count = batch - len(seeds)
+        return self.ranked(task_index, count, explore=count // 2) + seeds
+
+    def ranked(self, task_index: int, count: int, explore: int = 0) -> list[ms.MeasureCandidate]:
+        run = self.run
+        search = self.searches[task_index]
+        seen = self.seen.setdefault(task_index, set())
+        population = self.settings.population_size
+        score = python_model(run.cost_model).predict
+        return ranked_samples(run.contexts[task_index], search, score, count, population, seen, explore, self.rng)
 
     def diffused(self, task_index: int, count: int, seen: set[int]) -> list[ms.MeasureCandidate]:
         run = self.run
@@ -161,7 +227,7 @@ class SeededPlan(ClusterSteering):
                 task_index,
             )
         for program in result.programs:
-            run.provenance[int(tvm_ffi.structural_hash(program.schedule.mod))] = (
+            run.provenance[module_hash(program.schedule)] = (
                 program.source_trial_id,
                 program.adaptation,
             )
@@ -170,6 +236,8 @@ class SeededPlan(ClusterSteering):
     def after_batch(self, task_index: int, trials: list[Any], trial_ids: list[int]) -> None:
         """Status and provenance for the cluster tree: a task's first valid diffused program
         is what diffusion gave it (its latency then is kept beside its latency now)."""
+        diffused_latencies = [t.latency_s or math.inf for t in trials if t.origin == "diffused"]
+        self.note_diffusion_outcome(task_index, diffused_latencies, self.run.best.get(task_index, math.inf))
         if task_index in self.skipped:
             return
         diffused = [(t.latency_s, t.source_trial_id) for t in trials if t.origin == "diffused" and t.latency_s]
@@ -191,15 +259,20 @@ class SeededSearch(ms.search_strategy.PySearchStrategy):
         self.plan = plan
         self.task_index = task_index
         self.inner = evolutionary_search(plan.run)
+        self.rounds = 0  # batches generated in this run
+        self.batch_size = plan.settings.batch_size
 
     def _initialize_with_tune_context(self, context: ms.TuneContext) -> None:
         self.inner._initialize_with_tune_context(context)
 
     def pre_tuning(self, max_trials, num_trials_per_iter, design_spaces, database=None, cost_model=None) -> None:
         self.plan.sketches[self.task_index] = list(design_spaces)
+        self.batch_size = num_trials_per_iter
         self.inner.pre_tuning(max_trials, num_trials_per_iter, design_spaces, database, cost_model)
+        self.plan.searches[self.task_index] = self.inner
 
     def post_tuning(self) -> None:
+        self.plan.searches.pop(self.task_index, None)
         self.inner.post_tuning()
 
     def generate_measure_candidates(self) -> list[ms.MeasureCandidate] | None:
@@ -207,12 +280,19 @@ class SeededSearch(ms.search_strategy.PySearchStrategy):
         left = plan.total_budget - plan.generated
         if self.task_index in plan.run.given_up or left <= 0:
             return None
-        candidates = self.inner.generate_measure_candidates()
-        if candidates is None:
+        first = not self.rounds and not plan.run.rounds_per_task.get(self.task_index)
+        self.rounds += 1
+        if first and plan.settings.first_round == "ranked":
+            batch = plan.first_round(self.task_index, min(self.batch_size, left))
+        else:
+            candidates = self.inner.generate_measure_candidates()
+            if candidates is None:
+                return None
+            started = time.perf_counter()
+            batch = plan.mix_in_diffused(self.task_index, list(candidates)[:left])
+            plan.run.bookkeeping_s += time.perf_counter() - started
+        if not batch:
             return None
-        started = time.perf_counter()
-        batch = plan.mix_in_diffused(self.task_index, list(candidates)[:left])
-        plan.run.bookkeeping_s += time.perf_counter() - started
         plan.generated += len(batch)
         return batch
 
@@ -247,3 +327,5 @@ def tune_seeded(run: TuningRun) -> None:
     plan = SeededPlan(run)
     contexts = [run.make_context(task, SeededSearch(plan, task.index)) for task in run.tasks]
     drive(run, contexts, SteeredGradientScheduler(plan))
+    if plan.reproposed:
+        log.info("%d candidates the searches proposed again were not measured twice", plan.reproposed)

@@ -25,6 +25,7 @@ AUTO_CLUSTER_PRIORS_MIN_TASKS = 8
 # What a bcd session stored before these identity keys existed was tuned with: resuming it
 # by id keeps that, and a tune with other values starts a new session.
 IDENTITY_BEFORE_KEYS = {"representative_rule": "similar", "split_heavier_than": 0.0, "prior_source": "representative"}
+FIRST_ROUNDS = ("ranked", "stock")  # the default first
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
 CPU_BUILDER_TIMEOUT_S = 10.0
 GPU_BUILDER_TIMEOUT_S = 60.0
@@ -98,9 +99,12 @@ class TuneSettings:
     # default until benchmarks show it helps (docs/history/benchmarks-until-2026-11-24.md).
     late_cost_model: str = "shared"
     # "bcd": the share of a round's candidates that may be programs diffused from other tasks
-    # of the cluster, in place of the search's lowest-ranked picks (twice that in a task's
-    # first round, at most half). 0 turns diffusion off: the search is then stock's.
+    # of the cluster, in place of the search's lowest-ranked picks. 0 turns diffusion off.
     diffusion_share: float = 0.25
+    # "bcd": how a task's first round picks its candidates: "ranked" (fresh samples of its
+    # design space ranked by the shared model, tuning/first_round.py) or "stock"
+    # (MetaSchedule's evolutionary search, which ranks an unmeasured task at random).
+    first_round: str = FIRST_ROUNDS[0]
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -121,6 +125,8 @@ class TuneSettings:
             raise ValueError(f"representative rule must be one of {', '.join(REPRESENTATIVE_RULES)}")
         if self.split_heavier_than != 0 and self.split_heavier_than < 1:
             raise ValueError("--split-heavier-than must be 0 (off) or a ratio of 1 or more")
+        if self.first_round not in FIRST_ROUNDS:
+            raise ValueError(f"first round must be one of {', '.join(FIRST_ROUNDS)}")
         if not 0 <= self.diffusion_share <= 0.5:
             raise ValueError("the diffusion share must be between 0 (off) and 0.5 of a round")
         if self.cluster_mode not in CLUSTER_MODES:
@@ -155,7 +161,7 @@ class TuneSettings:
         """What makes two runs 'the same session' (so a re-run resumes it)."""
         keys = ("strategy", "trials_per_task", "trials_per_round", "cluster_mode", "seed", "input_shapes")
         if self.strategy == "bcd":
-            keys += ("diffusion_share",)
+            keys += ("diffusion_share", "first_round")
         if self.strategy == PHASED:
             keys += (
                 "prior_top_k",
