@@ -12,7 +12,10 @@ from tvm.target import Target
 
 from bcd_core.errors import DynamicShapeError, TensorSizeError
 from bcd_core.model_import import fuse_for_tuning
+from bcd_core.tvm_rules import register_pooling_fallbacks
 from bcd_core.tvm_speedups import load_tensor_intrinsics
+
+register_pooling_fallbacks()  # before any design space is generated
 
 _SUFFIX_DIGITS = re.compile(r"\d+$")
 _DECISION = re.compile(r",?\s*decision=[^)]*\)")

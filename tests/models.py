@@ -102,6 +102,18 @@ def convnet_pool(path: Path, channels: tuple[int, ...] = (3, 8, 12, 16), size: i
     return _save(graph, path)
 
 
+def max_pool(path: Path, channels: int = 4, size: int = 8) -> Path:
+    """One MaxPool: TVM annotates its block with a schedule rule no release registers."""
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2])
+    graph = helper.make_graph(
+        [node],
+        "max_pool",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels, size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, channels, size // 2, size // 2])],
+    )
+    return _save(graph, path)
+
+
 def embedding(path: Path, vocabulary: int = 50000, width: int = 16, tokens: int = 8) -> Path:
     """Token ids (int64) -> Gather from a large table -> MatMul: BERT's first layer in small.
     Random ids would read far outside the table."""
