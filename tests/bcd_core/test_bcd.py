@@ -400,9 +400,14 @@ def test_cluster_priors_draw_on_every_other_task_faster_per_flop(
     assert plan.source_best(member) == pytest.approx(expected)
     # The representative receives programs too once its phase 1 is over (it is, at the end).
     assert plan.receives_diffusion(rep) and plan.receives_diffusion(member)
-    # A resumed plan restores what every task's sources had reached at its last diffusion.
+    # A resumed plan restores what every task's sources had reached at its last diffusion,
+    # or better: a source's batch in flight at that moment is stored before the diffused
+    # batch, so the store cannot tell it apart (the restore errs towards fewer refreshes).
     assert live.representative_best_at_diffusion
-    assert plan.representative_best_at_diffusion == pytest.approx(live.representative_best_at_diffusion)
+    restored = plan.representative_best_at_diffusion
+    assert restored and restored.keys() <= live.representative_best_at_diffusion.keys()
+    for task, then in restored.items():
+        assert then <= live.representative_best_at_diffusion[task] * (1 + 1e-9)
     # "auto" diffuses from the whole cluster only where the model has a large cluster.
     assert TuneSettings().prior_source == "auto"
     plan.settings = replace(settings, prior_source="auto")
