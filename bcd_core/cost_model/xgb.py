@@ -53,15 +53,8 @@ class SharedXGBModel(ms.cost_model.PyCostModel):
         finetune_rounds: int = 12,
         full_retrain_every: int = 8,
         accuracy_floor: float = 0.55,
-        rank_unseen_tasks: bool = True,
     ) -> None:
         super().__init__()
-        # False: a task with no measurement of its own gets random scores, as MetaSchedule's
-        # XGBModel gives every task before its warm-up: the shared model ranks such a task
-        # little better than chance, and featurizing each generation of its search costs
-        # as much as the rest of its round.
-        self.rank_unseen_tasks = rank_unseen_tasks
-        self.seen_tasks: set[str] = set()
         self.params = {
             # Only the order of candidates of one task matters to the search: learn rankings
             # within each task (one query group per task) rather than absolute scores.
@@ -112,7 +105,6 @@ class SharedXGBModel(ms.cost_model.PyCostModel):
         self.features.extend(features)
         self.latencies.extend(latencies)
         self.task_keys.extend([task_key] * len(latencies))
-        self.seen_tasks.add(task_key)
         return range(start, len(self.latencies))
 
     def _grouped(self, indices: Sequence[int]) -> xgb.DMatrix:
@@ -174,7 +166,7 @@ class SharedXGBModel(ms.cost_model.PyCostModel):
             self.finetune(new)
 
     def predict(self, context: ms.TuneContext, candidates: list) -> np.ndarray:
-        if self.booster is None or not (self.rank_unseen_tasks or str(context.task_name) in self.seen_tasks):
+        if self.booster is None:
             return self.rng.random(len(candidates))  # no features needed
         return self.predict_features(self.featurize(context, candidates)).astype("float64")
 
@@ -189,4 +181,3 @@ class SharedXGBModel(ms.cost_model.PyCostModel):
     def load(self, path: str) -> None:
         with open(path, "rb") as handle:
             self.features, self.latencies, self.task_keys, self.booster = pickle.load(handle)
-        self.seen_tasks = set(self.task_keys)
