@@ -32,8 +32,8 @@ from bcd_core.model_import import load_onnx, random_inputs, static_inputs
 from bcd_core.session_view import first_time_at_or_below, session_timeline, session_trial_timeline
 from bcd_core.target import describe_target, host_core_count
 from bcd_core.tuning.events import Listener
-from bcd_core.tuning.session import run_session
 from bcd_core.tuning.settings import TuneSettings
+from bcd_core.tuning.tune import run_session
 
 log = logging.getLogger("bcd.bench")
 STRATEGY_ORDER = ("metaschedule", "bcd")

@@ -33,8 +33,8 @@ from bcd_core.model_import import load_onnx, random_inputs, static_inputs
 from bcd_core.session_view import session_timeline, session_trial_timeline
 from bcd_core.target import describe_target, host_core_count
 from bcd_core.tuning.events import Listener
-from bcd_core.tuning.session import run_session
 from bcd_core.tuning.settings import TuneSettings
+from bcd_core.tuning.tune import run_session
 
 BASELINE = "metaschedule"
 Curve = list[tuple[float, float]]

@@ -273,7 +273,7 @@ def _graceful_interrupt(control: TuningControl) -> Any:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from bcd_core.target import parse_target
-    from bcd_core.tuning.session import run_session
+    from bcd_core.tuning.tune import run_session
 
     settings = settings_from_args(args)
     target = parse_target(args.target)

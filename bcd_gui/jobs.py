@@ -21,8 +21,8 @@ from bcd_core.session_view import load_snapshot
 from bcd_core.target import parse_target
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import RoundFinished, SessionFinished, SessionStarted, TuneEvent
-from bcd_core.tuning.session import run_session
 from bcd_core.tuning.settings import TuneSettings
+from bcd_core.tuning.tune import run_session
 
 log = logging.getLogger("bcd.gui")
 ENGINE_NICENESS = 5  # engine threads (and the processes and threads they start) yield to the GUI

@@ -17,7 +17,7 @@ from tvm.s_tir import meta_schedule as ms
 
 from bcd_core import cli
 from bcd_core.target import host_target
-from bcd_core.tuning.session import run_session
+from bcd_core.tuning.tune import run_session
 
 
 def main() -> None:

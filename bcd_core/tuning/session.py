@@ -30,9 +30,6 @@ from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.store import (
     FAILED_RUN_SECS,
     SESSION_COMPLETED,
-    SESSION_FAILED,
-    SESSION_INTERRUPTED,
-    SESSION_STOPPED,
     RecordStore,
     TrialRow,
 )
@@ -40,7 +37,6 @@ from bcd_core.target import describe_target, target_key
 from bcd_core.tasks import Task, extract_tasks
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import Listener, RoundFinished, SessionFinished, SessionMessage, SessionStarted, TuneEvent
-from bcd_core.tuning.measure import check_runner
 from bcd_core.tuning.settings import (
     DEFAULT_CLUSTER_MODE,
     DEFAULT_REPRESENTATIVE_RULE,
@@ -477,55 +473,3 @@ class RecordTrials(ms.measure_callback.PyMeasureCallback):
 def standard_callbacks(recorder: RecordTrials) -> list[ms.MeasureCallback]:
     """Ours first (it reads cost-model predictions before the model trains on the batch)."""
     return [recorder, ms.measure_callback.RemoveBuildArtifact(), ms.measure_callback.UpdateCostModel()]
-
-
-def run_session(
-    model_path: str | Path,
-    db_path: str | Path,
-    target: Target,
-    settings: TuneSettings,
-    listeners: Sequence[Listener] = (),
-    new_session: bool = False,
-    control: TuningControl | None = None,
-    resume_session_id: int | None = None,
-) -> TuningRun:
-    """Import, extract, open (or resume) the session and run the chosen strategy to the end
-    (or until `control` stops it). `resume_session_id` continues that session, refusing if
-    its model, target, settings or tool version no longer match."""
-    started = time.perf_counter()
-    check_runner(settings)  # an unreachable tracker fails now, not after import and extraction
-    prepared = prepare_model(
-        model_path,
-        target,
-        {k: tuple(v) for k, v in settings.input_shapes.items()},
-        settings.cluster_mode,
-        settings.representative_rule,
-        settings.split_heavier_than,
-    )
-    store = RecordStore(db_path)
-    run = TuningRun(store, prepared, settings, listeners, new_session, started, control, resume_session_id)
-    if run.resumed and run.session["status"] == SESSION_COMPLETED:
-        run.message("info", f"session {run.session_id} is already complete; nothing to tune (use --new-session)")
-        run.emit(
-            SessionFinished(
-                run.session_id,
-                SESSION_COMPLETED,
-                run.trials_done,
-                estimated_latency(run.tasks, run.best),
-                float(run.session["elapsed_s"] or 0),
-            )
-        )
-        return run
-    run.start()
-    from bcd_core.tuning.strategies import run_strategy
-
-    status = SESSION_FAILED
-    try:
-        run_strategy(run)
-        status = SESSION_STOPPED if run.control.stop_requested else SESSION_COMPLETED
-    except KeyboardInterrupt:
-        status = SESSION_INTERRUPTED
-        raise
-    finally:
-        run.finish(status)
-    return run

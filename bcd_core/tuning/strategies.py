@@ -1,24 +1,24 @@
-"""Strategy dispatch: each strategy drives MetaSchedule over a TuningRun."""
+"""The strategy registry: each strategy drives MetaSchedule over a `TuningRun`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from bcd_core.tuning.bcd import tune_bcd
+from bcd_core.tuning.metaschedule import tune_stock
+from bcd_core.tuning.seeded import tune_seeded
 from bcd_core.tuning.session import TuningRun
 from bcd_core.tuning.settings import PHASED
+
+STRATEGY_RUNNERS: dict[str, Callable[[TuningRun], None]] = {
+    "metaschedule": tune_stock,
+    "bcd": tune_seeded,
+    PHASED: tune_bcd,
+}
 
 
 def run_strategy(run: TuningRun) -> None:
     strategy = run.settings.strategy
-    if strategy == "metaschedule":
-        from bcd_core.tuning.metaschedule import tune_stock
-
-        tune_stock(run)
-    elif strategy == "bcd":
-        from bcd_core.tuning.seeded import tune_seeded
-
-        tune_seeded(run)
-    elif strategy == PHASED:
-        from bcd_core.tuning.bcd import tune_bcd
-
-        tune_bcd(run)
-    else:
+    if strategy not in STRATEGY_RUNNERS:
         raise ValueError(f"unknown strategy {strategy!r}")
+    STRATEGY_RUNNERS[strategy](run)

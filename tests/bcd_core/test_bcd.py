@@ -14,8 +14,9 @@ from bcd_core.tuning import bcd as bcd_module
 from bcd_core.tuning.bcd import BcdPlan, stalled_rounds
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import RoundFinished, SessionMessage
-from bcd_core.tuning.session import prepare_model, run_session
+from bcd_core.tuning.session import prepare_model
 from bcd_core.tuning.settings import TuneSettings
+from bcd_core.tuning.tune import run_session
 
 # Diffusion from the representative only (bcd-algorithm.md), which most tests here check;
 # test_cluster_priors_* checks cluster priors, and "auto", the default, that picks between them.

@@ -13,8 +13,9 @@ import pytest
 
 from bcd_core.records.store import RecordStore
 from bcd_core.target import host_target
-from bcd_core.tuning.session import ROUNDS_BEFORE_GIVING_UP, run_session
+from bcd_core.tuning.session import ROUNDS_BEFORE_GIVING_UP
 from bcd_core.tuning.settings import CPU_BUILDER_TIMEOUT_S, GPU_BUILDER_TIMEOUT_S, TuneSettings
+from bcd_core.tuning.tune import run_session
 
 
 def test_builder_timeout_defaults_by_target_and_can_be_set() -> None:

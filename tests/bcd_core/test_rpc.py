@@ -25,8 +25,8 @@ from bcd_core import cli
 from bcd_core.records.store import RecordStore
 from bcd_core.tuning import remote
 from bcd_core.tuning.events import RoundFinished, SessionFinished
-from bcd_core.tuning.session import run_session
 from bcd_core.tuning.settings import TuneSettings
+from bcd_core.tuning.tune import run_session
 
 LOOPBACK = "127.0.0.1"
 KEY = "bcd-test"

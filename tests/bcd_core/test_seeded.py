@@ -14,8 +14,9 @@ from bcd_core.records.store import RecordStore
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import RoundFinished, SessionMessage
 from bcd_core.tuning.seeded import DIFFUSION_MISSES, SeededPlan, first_round_order, task_gradient
-from bcd_core.tuning.session import prepare_model, run_session
+from bcd_core.tuning.session import prepare_model
 from bcd_core.tuning.settings import TuneSettings
+from bcd_core.tuning.tune import run_session
 
 SETTINGS = TuneSettings(strategy="bcd", trials_per_task=8, trials_per_round=4)
 

@@ -6,8 +6,8 @@ from pathlib import Path
 from bcd_core.records.store import RecordStore
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import RoundFinished
-from bcd_core.tuning.session import run_session
 from bcd_core.tuning.settings import TuneSettings
+from bcd_core.tuning.tune import run_session
 
 
 def test_stock_pause_stop_and_resume(tmp_path: Path, tiny_mlp: Path, host) -> None:

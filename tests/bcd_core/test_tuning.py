@@ -16,8 +16,9 @@ from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.store import RecordStore
 from bcd_core.target import target_key
 from bcd_core.tuning.events import RoundFinished, SessionFinished, SessionStarted
-from bcd_core.tuning.session import estimated_latency, run_session
+from bcd_core.tuning.session import estimated_latency
 from bcd_core.tuning.settings import TuneSettings
+from bcd_core.tuning.tune import run_session
 
 
 @pytest.fixture(scope="module")

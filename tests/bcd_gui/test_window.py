@@ -142,7 +142,7 @@ def test_sessions_list_reopens_and_resumes_a_stored_session(qtbot, window, tiny_
     """A session stopped from the CLI shows up in the list and can be resumed to completion."""
     from bcd_core.target import host_target
     from bcd_core.tuning.control import TuningControl
-    from bcd_core.tuning.session import run_session
+    from bcd_core.tuning.tune import run_session
 
     settings = TuneSettings(trials_per_task=4, trials_per_round=2)
     control = TuningControl()
