@@ -17,16 +17,8 @@ from bcd_core import __version__
 from bcd_core.errors import BcdError
 from bcd_core.formatting import format_duration, format_flops, format_latency
 from bcd_core.tuning.control import TuningControl
-from bcd_core.tuning.settings import (
-    CLUSTER_MODES,
-    DEFAULT_CLUSTER_MODE,
-    FIRST_ROUNDS,
-    LATE_COST_MODELS,
-    PRIOR_SOURCES,
-    REPRESENTATIVE_RULES,
-    STRATEGIES,
-    TuneSettings,
-)
+from bcd_core.tuning.options import OPTIONS_BY_FIELD, STRATEGIES, Level, Option, flagged_options
+from bcd_core.tuning.settings import TuneSettings
 
 TUNE_DEFAULTS = TuneSettings()
 
@@ -227,28 +219,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 def settings_from_args(args: argparse.Namespace) -> Any:
     from bcd_core.model_import import parse_input_shapes
 
-    if args.runner != "rpc" and (args.tracker or args.key):  # likely a forgotten --runner rpc
+    if args.runner != "rpc" and (args.tracker or args.tracker_key):  # likely a forgotten --runner rpc
         raise BcdError("--tracker and --key choose remote servers: add --runner rpc (or drop them to measure here)")
+    values = {option.field: getattr(args, option.dest) for option in flagged_options()}
     try:
         return TuneSettings(
-            strategy=args.strategy,
-            trials_per_task=args.trials_per_task,
-            trials_per_round=args.trials_per_round,
-            cluster_mode=args.cluster_mode,
-            seed=args.seed,
+            **values,
             input_shapes={k: list(v) for k, v in parse_input_shapes(args.input_shape).items()},
-            runner=args.runner,
-            tracker=args.tracker or "",
-            tracker_key=args.key or "",
-            builder_timeout_s=args.builder_timeout,
-            prior_top_k=args.prior_top_k,
-            prior_source=args.prior_source,
-            phase_one_patience=args.phase_one_patience,
-            representative_rule=args.representative_rule,
-            split_heavier_than=args.split_heavier_than,
-            late_cost_model=args.late_cost_model,
-            diffusion_share=args.diffusion_share,
-            first_round=args.first_round,
         )
     except ValueError as err:
         raise BcdError(str(err)) from err
@@ -455,92 +432,25 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_representative_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--representative",
-        dest="representative_rule",
-        default=TUNE_DEFAULTS.representative_rule,
-        choices=list(REPRESENTATIVE_RULES),
-        help=argparse.SUPPRESS,  # research knob: experiments/README.md
-    )
-    parser.add_argument(
-        "--split-heavier-than",
-        type=float,
-        default=TUNE_DEFAULTS.split_heavier_than,
-        metavar="RATIO",
-        help=argparse.SUPPRESS,  # research knob: experiments/README.md
-    )
+def _add_option(parser: argparse.ArgumentParser, option: Option) -> None:
+    """One row of the options table as an argument; research options are accepted but hidden
+    (experiments/README.md documents them)."""
+    default = getattr(TUNE_DEFAULTS, option.field)
+    kwargs: dict[str, Any] = {"dest": option.dest, "default": default, "metavar": option.metavar}
+    if option.choices:
+        kwargs["choices"] = list(option.choices)
+    elif option.type is not str:
+        kwargs["type"] = option.type
+    kwargs["help"] = option.help if option.level == Level.USER else argparse.SUPPRESS
+    parser.add_argument(option.flag, **kwargs)
 
 
-def _add_budget_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trials-per-task", type=int, default=32, help="budget = this x number of tasks")
-    parser.add_argument("--trials-per-round", type=int, default=16, help="candidates measured per batch")
-    parser.add_argument(
-        "--cluster-mode",
-        default=DEFAULT_CLUSTER_MODE,
-        choices=CLUSTER_MODES,
-        help="how tasks are grouped: by sketch ignoring inlined element-wise epilogues (loose-sketch, "
-        "the default), by sketch, or by operator chain",
-    )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--prior-top-k",
-        type=int,
-        default=TUNE_DEFAULTS.prior_top_k,
-        metavar="K",
-        help=argparse.SUPPRESS,  # research knob: experiments/README.md
-    )
-    parser.add_argument(
-        "--prior-source",
-        default=TUNE_DEFAULTS.prior_source,
-        choices=list(PRIOR_SOURCES),
-        help=argparse.SUPPRESS,  # research knob: experiments/README.md
-    )
-    parser.add_argument(
-        "--phase-one-patience",
-        type=int,
-        default=TUNE_DEFAULTS.phase_one_patience,
-        metavar="N",
-        help=argparse.SUPPRESS,  # research knob: experiments/README.md
-    )
-    _add_representative_option(parser)
-    parser.add_argument(
-        "--late-cost-model",
-        default=TUNE_DEFAULTS.late_cost_model,
-        choices=list(LATE_COST_MODELS),
-        help=argparse.SUPPRESS,  # research knob: experiments/README.md
-    )
-
-
-def _add_research_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--diffusion-share",
-        type=float,
-        default=TUNE_DEFAULTS.diffusion_share,
-        help=argparse.SUPPRESS,  # research knob: experiments/README.md
-    )
-    parser.add_argument(
-        "--first-round",
-        default=TUNE_DEFAULTS.first_round,
-        choices=list(FIRST_ROUNDS),
-        help=argparse.SUPPRESS,  # research knob: experiments/README.md
-    )
-
-
-def _add_runner_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--runner", default="local", choices=["local", "rpc"], help="where candidates are timed (builds stay here)"
-    )
-    parser.add_argument(
-        "--tracker", metavar="HOST:PORT", help="with --runner rpc: the `python -m tvm.exec.rpc_tracker` to ask"
-    )
-    parser.add_argument("--key", metavar="KEY", help="with --runner rpc: the device key the RPC servers registered")
-    parser.add_argument(
-        "--builder-timeout",
-        type=float,
-        metavar="SECONDS",
-        help="give up on a candidate whose build takes longer (default 10 for CPUs, 60 for GPUs)",
-    )
+def _add_tuning_options(parser: argparse.ArgumentParser, *fields: str, exclude: tuple[str, ...] = ()) -> None:
+    """The named options of the table, or all with a flag but those excluded."""
+    options = [OPTIONS_BY_FIELD[f] for f in fields] if fields else flagged_options()
+    for option in options:
+        if option.field not in exclude:
+            _add_option(parser, option)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -552,23 +462,14 @@ def build_parser() -> argparse.ArgumentParser:
     inspect = sub.add_parser("inspect", help="list a model's tuning tasks and clusters")
     inspect.add_argument("model")
     _add_model_options(inspect)
-    _add_representative_option(inspect)
+    _add_tuning_options(inspect, "representative_rule", "split_heavier_than")
     inspect.add_argument("--json", action="store_true", help="machine-readable output")
     inspect.set_defaults(func=cmd_inspect)
 
     tune = sub.add_parser("tune", help="tune a model; re-running the same command resumes it")
     tune.add_argument("model")
     _add_model_options(tune)
-    tune.add_argument(
-        "--strategy",
-        default=TUNE_DEFAULTS.strategy,
-        choices=list(STRATEGIES),
-        help="bcd (the default: stock MetaSchedule with diffused programs added), bcd-phased (the paper's "
-        "phased schedule), or metaschedule (stock)",
-    )
-    _add_budget_options(tune)
-    _add_research_options(tune)
-    _add_runner_options(tune)
+    _add_tuning_options(tune)
     tune.add_argument("--db", help="records database (default runs/MODEL.db)")
     tune.add_argument("--new-session", action="store_true", help="start over instead of resuming")
     tune.add_argument(
@@ -581,8 +482,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="stock MetaSchedule vs BCD on the same models and budget")
     bench.add_argument("model", nargs="+")
     _add_model_options(bench)
-    _add_budget_options(bench)
-    _add_research_options(bench)
+    _add_tuning_options(bench, exclude=("strategy",))
     bench.add_argument(
         "--seeds", type=int, default=1, help="runs per strategy and model (seeds 0..N-1); 2 or more write a matrix"
     )
@@ -591,10 +491,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="bcd",
         help="strategies to compare with stock MetaSchedule, comma-separated (e.g. bcd,bcd-phased)",
     )
-    _add_runner_options(bench)  # the tunes only: both compiled models are timed on this machine
     bench.add_argument("--out", help="folder for stores, timelines, plot, JSON (default runs/bench-MODEL)")
     bench.add_argument("--runs", type=int, default=50, help="runs for each measured latency")
-    bench.set_defaults(func=cmd_bench, strategy="bcd")
+    bench.set_defaults(func=cmd_bench, strategy=TUNE_DEFAULTS.strategy)  # --strategies picks
 
     export = sub.add_parser("export", help="compile the tuned model from the records into a shared library")
     export.add_argument("--db", required=True)

@@ -26,105 +26,94 @@ from PySide6.QtWidgets import (
 from bcd_core.formatting import format_duration, format_flops, format_latency
 from bcd_core.model_import import parse_input_shapes
 from bcd_core.session_view import Provenance, SessionSnapshot
-from bcd_core.tuning.settings import (
-    CLUSTER_MODES,
-    RUNNERS,
-    STRATEGIES,
-    TuneSettings,
-)
+from bcd_core.tuning.options import Option, panel_options
+from bcd_core.tuning.settings import TuneSettings
 
 DEFAULTS = TuneSettings()
+PLACEHOLDERS = {
+    "tracker": "HOST:PORT of python -m tvm.exec.rpc_tracker",
+    "tracker_key": "the --key the RPC servers registered with",
+}
+REMOTE_FIELDS = ("tracker", "tracker_key")  # only meaningful with the rpc runner
+
+
+def option_widget(option: Option) -> QWidget:
+    """An editor for one user option of bcd_core's options table, set to its default."""
+    default = getattr(DEFAULTS, option.field)
+    if option.choices:
+        combo = QComboBox()
+        combo.addItems(list(option.choices))
+        combo.setCurrentText(str(default))
+        widget: QWidget = combo
+    elif option.type is int:
+        spin = QSpinBox()
+        spin.setRange(1, 100_000)
+        spin.setValue(int(default))
+        widget = spin
+    else:
+        line = QLineEdit(str(default))
+        line.setPlaceholderText(PLACEHOLDERS.get(option.field, ""))
+        widget = line
+    widget.setToolTip(option.help)
+    return widget
+
+
+def widget_value(widget: QWidget) -> Any:
+    if isinstance(widget, QComboBox):
+        return widget.currentText()
+    if isinstance(widget, QSpinBox):
+        return widget.value()
+    assert isinstance(widget, QLineEdit)
+    return widget.text().strip()
 
 
 class SettingsPanel(QWidget):
-    """Target and strategy settings, with the engine's defaults."""
+    """Target, input shapes and the user options of the engine's options table, with its
+    defaults. Research options are not shown (experiments/README.md)."""
 
     def __init__(self) -> None:
         super().__init__()
         form = QFormLayout(self)
         self.target = QLineEdit("llvm")
         self.target.setToolTip('\'llvm\' (this CPU), a JSON dict such as {"kind": "llvm", "num-cores": 4}, or a tag')
-        self.strategy = QComboBox()
-        self.strategy.addItems(list(STRATEGIES))  # bcd first: the default
-        self.strategy.setToolTip(
-            "bcd: stock MetaSchedule's scheduler and search, with programs found for one task diffused into "
-            "similar tasks; bcd-phased: the paper's phased schedule; metaschedule: stock, to compare with"
-        )
-        self.strategy.setCurrentText(DEFAULTS.strategy)
-        self.cluster_mode = QComboBox()
-        self.cluster_mode.addItems(list(CLUSTER_MODES))
-        self.cluster_mode.setCurrentText(DEFAULTS.cluster_mode)
-        self.trials_per_task = QSpinBox()
-        self.trials_per_task.setRange(1, 100_000)
-        self.trials_per_task.setValue(DEFAULTS.trials_per_task)
-        self.trials_per_round = QSpinBox()
-        self.trials_per_round.setRange(1, 1024)
-        self.trials_per_round.setValue(DEFAULTS.trials_per_round)
         self.input_shapes = QLineEdit()
         self.input_shapes.setPlaceholderText("only for dynamic inputs: NAME=1,3,224,224; ...")
-        # Where candidates are timed: here, or on servers behind TVM's RPC tracker.
-        self.runner = QComboBox()
-        self.runner.addItems(list(RUNNERS))
-        self.runner.setCurrentText(DEFAULTS.runner)
-        self.runner.setToolTip("local: time candidates on this machine; rpc: on the RPC tracker's servers")
-        self.tracker = QLineEdit(DEFAULTS.tracker)
-        self.tracker.setPlaceholderText("HOST:PORT of python -m tvm.exec.rpc_tracker")
-        self.tracker_key = QLineEdit(DEFAULTS.tracker_key)
-        self.tracker_key.setPlaceholderText("the --key the RPC servers registered with")
+        form.addRow("Target", self.target)
+        self.fields: dict[str, QWidget] = {}
+        for option in panel_options():
+            widget = option_widget(option)
+            self.fields[option.field] = widget
+            setattr(self, option.field, widget)  # e.g. panel.trials_per_task, as the window uses them
+            form.addRow(option.label, widget)
+            if option.field == "trials_per_round":  # the model's own settings before where it is measured
+                form.addRow("Input shapes", self.input_shapes)
         self.runner.currentTextChanged.connect(lambda _: self._enable_remote_fields(True))
         self._enable_remote_fields(True)
-        for label, widget in (
-            ("Target", self.target),
-            ("Strategy", self.strategy),
-            ("Clustering", self.cluster_mode),
-            ("Trials per task", self.trials_per_task),
-            ("Measured per round", self.trials_per_round),
-            ("Input shapes", self.input_shapes),
-            ("Runner", self.runner),
-            ("Tracker", self.tracker),
-            ("Device key", self.tracker_key),
-        ):
-            form.addRow(label, widget)
 
     def _enable_remote_fields(self, idle: bool) -> None:
         remote = self.runner.currentText() == "rpc"
-        self.tracker.setEnabled(idle and remote)
-        self.tracker_key.setEnabled(idle and remote)
+        for name in REMOTE_FIELDS:
+            self.fields[name].setEnabled(idle and remote)
 
     def runner_settings(self) -> dict[str, str]:
         """The measurement place, which is not part of a session's identity: a resumed session
         is measured where the panel says now."""
-        return {
-            "runner": self.runner.currentText(),
-            "tracker": self.tracker.text().strip(),
-            "tracker_key": self.tracker_key.text().strip(),
-        }
+        return {name: widget_value(self.fields[name]) for name in ("runner", *REMOTE_FIELDS)}
 
     def shape_overrides(self) -> dict[str, tuple[int, ...]]:
         items = [part.strip() for part in self.input_shapes.text().split(";") if part.strip()]
         return parse_input_shapes(items)
 
     def settings(self) -> TuneSettings:
-        return TuneSettings(
-            strategy=self.strategy.currentText(),
-            trials_per_task=self.trials_per_task.value(),
-            trials_per_round=self.trials_per_round.value(),
-            cluster_mode=self.cluster_mode.currentText(),
-            input_shapes={k: list(v) for k, v in self.shape_overrides().items()},
-            **self.runner_settings(),
-        )
+        values = {name: widget_value(widget) for name, widget in self.fields.items()}
+        return TuneSettings(**values, input_shapes={k: list(v) for k, v in self.shape_overrides().items()})
 
     def set_enabled_for_tuning(self, idle: bool) -> None:
-        for widget in (
-            self.target,
-            self.strategy,
-            self.cluster_mode,
-            self.trials_per_task,
-            self.trials_per_round,
-            self.input_shapes,
-            self.runner,
-        ):
-            widget.setEnabled(idle)
+        for name, widget in self.fields.items():
+            if name not in REMOTE_FIELDS:
+                widget.setEnabled(idle)
+        self.target.setEnabled(idle)
+        self.input_shapes.setEnabled(idle)
         self._enable_remote_fields(idle)
 
 

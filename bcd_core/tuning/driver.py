@@ -14,8 +14,8 @@ from bcd_core.cost_model.phased import STOCK_WARMUP_SAMPLES, PhasedCostModel, py
 from bcd_core.cost_model.xgb import SharedXGBModel
 from bcd_core.target import host_core_count
 from bcd_core.tuning.measure import make_builder, make_runner
+from bcd_core.tuning.options import PHASED
 from bcd_core.tuning.session import RecordTrials, TuningRun, standard_callbacks
-from bcd_core.tuning.settings import PHASED
 
 
 def make_cost_model(run: TuningRun) -> ms.cost_model.CostModel:

@@ -37,11 +37,11 @@ from bcd_core.target import describe_target, target_key
 from bcd_core.tasks import Task, extract_tasks
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import Listener, RoundFinished, SessionFinished, SessionMessage, SessionStarted, TuneEvent
+from bcd_core.tuning.options import PHASED
 from bcd_core.tuning.settings import (
     DEFAULT_CLUSTER_MODE,
     DEFAULT_REPRESENTATIVE_RULE,
     IDENTITY_BEFORE_KEYS,
-    PHASED,
     TuneSettings,
 )
 

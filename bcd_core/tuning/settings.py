@@ -5,28 +5,31 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# "bcd": stock MetaSchedule's scheduler and search, with diffused programs added (seeded.py);
-# "bcd-phased": bcd-algorithm.md's phased schedule (bcd.py), kept to compare with;
-# "metaschedule": the stock baseline. The default first.
-STRATEGIES = ("bcd", "bcd-phased", "metaschedule")
-PHASED = "bcd-phased"
-# The default first. Values of clustering.ClusterMode.
-CLUSTER_MODES = ("loose-sketch", "sketch", "operator")
+from bcd_core.tuning.options import (
+    CLUSTER_MODES,
+    FIRST_ROUNDS,
+    LATE_COST_MODELS,
+    PRIOR_SOURCES,
+    REPRESENTATIVE_RULES,
+    RUNNERS,
+    STRATEGIES,
+    identity_fields,
+)
+
 DEFAULT_CLUSTER_MODE = CLUSTER_MODES[0]
-# Values of clustering.RepresentativeRule, the default first.
-REPRESENTATIVE_RULES = ("similar", "heaviest")
 DEFAULT_REPRESENTATIVE_RULE = REPRESENTATIVE_RULES[0]
-LATE_COST_MODELS = ("metaschedule", "shared")
-PRIOR_SOURCES = ("auto", "cluster", "representative")  # the default first
 # "auto" diffuses from the whole cluster when the model has a (not minor) cluster of at least
-# this many tasks, from the representative otherwise: cluster priors won on SqueezeNet and
-# ResNet-18 (largest clusters 14 and 12 tasks) and lost on BERT-mini (4), docs/history/benchmarks-until-2026-11-24.md.
+# this many tasks, from the representative otherwise: cluster priors helped where clusters are
+# large (a dozen convolutions) and hurt where they are small (four matmuls).
 AUTO_CLUSTER_PRIORS_MIN_TASKS = 8
-# What a bcd session stored before these identity keys existed was tuned with: resuming it
-# by id keeps that, and a tune with other values starts a new session.
-IDENTITY_BEFORE_KEYS = {"representative_rule": "similar", "split_heavier_than": 0.0, "prior_source": "representative"}
-FIRST_ROUNDS = ("ranked", "stock")  # the default first
-RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
+# What a bcd-phased session stored before these identity keys existed was tuned with:
+# resuming it by id keeps that, and a tune with other values starts a new session.
+IDENTITY_BEFORE_KEYS = {
+    "representative_rule": "similar",
+    "split_heavier_than": 0.0,
+    "prior_source": "representative",
+    "late_cost_model": "shared",
+}
 CPU_BUILDER_TIMEOUT_S = 10.0
 GPU_BUILDER_TIMEOUT_S = 60.0
 
@@ -158,23 +161,9 @@ class TuneSettings:
         return min(self.trials_per_round, self.trials_per_task)
 
     def identity(self) -> dict[str, Any]:
-        """What makes two runs 'the same session' (so a re-run resumes it)."""
-        keys = ("strategy", "trials_per_task", "trials_per_round", "cluster_mode", "seed", "input_shapes")
-        if self.strategy == "bcd":
-            keys += ("diffusion_share", "first_round")
-        if self.strategy == PHASED:
-            keys += (
-                "prior_top_k",
-                "member_generations",
-                "representative_round_cap",
-                "minor_cluster_share",
-                "phase_one_patience",
-                "representative_rule",
-                "split_heavier_than",
-                "prior_source",
-            )
+        """What makes two runs 'the same session' (so a re-run resumes it): options.py's table."""
         data = asdict(self)
-        return {k: data[k] for k in keys}
+        return {k: data[k] for k in identity_fields(self.strategy)}
 
 
 def parse_tracker_address(text: str) -> tuple[str, int]:

@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 from bcd_core.tuning.bcd import tune_bcd
 from bcd_core.tuning.metaschedule import tune_stock
+from bcd_core.tuning.options import PHASED
 from bcd_core.tuning.seeded import tune_seeded
 from bcd_core.tuning.session import TuningRun
-from bcd_core.tuning.settings import PHASED
 
 STRATEGY_RUNNERS: dict[str, Callable[[TuningRun], None]] = {
     "metaschedule": tune_stock,

@@ -36,6 +36,24 @@ def test_runner_fields_reach_the_settings(qtbot) -> None:
         panel.settings()
 
 
+def test_the_panel_shows_the_user_options_of_the_table_only(qtbot) -> None:
+    from PySide6.QtWidgets import QFormLayout, QLabel
+
+    from bcd_core.tuning.options import Level, flagged_options, panel_options
+
+    panel = SettingsPanel()
+    qtbot.addWidget(panel)
+    form = panel.layout()
+    assert isinstance(form, QFormLayout)
+    captions = [form.itemAt(row, QFormLayout.LabelRole).widget() for row in range(form.rowCount())]
+    texts = [label.text() for label in captions if isinstance(label, QLabel)]
+    assert texts[0] == "Target" and "Input shapes" in texts
+    assert [o.label for o in panel_options()] == [t for t in texts if t not in ("Target", "Input shapes")]
+    for option in flagged_options(Level.RESEARCH):
+        assert not hasattr(panel, option.field), option.field
+    assert panel.settings() == type(panel.settings())()  # the engine's defaults
+
+
 def test_an_unreachable_tracker_shows_a_dialog(qtbot, window, tiny_mlp: Path) -> None:
     open_and_wait(qtbot, window, tiny_mlp)
     with socket.socket() as probe:  # a port nothing listens on
