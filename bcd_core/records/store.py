@@ -141,7 +141,7 @@ class RecordStore:
         self._ensure_view_indexes()
 
     def _ensure_view_indexes(self) -> None:
-        """Indexes that keep viewers fast on big stores (docs/load_bench.py), added to stores
+        """Indexes that keep viewers fast on big stores (experiments/load_bench.py), added to stores
         written before them too: same schema version, since older bcd versions read them fine."""
         try:
             for name, columns in VIEW_INDEXES.items():

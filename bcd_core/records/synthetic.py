@@ -1,7 +1,7 @@
 """Synthetic records stores: a realistic BCD session of any size, written in seconds.
 
 Used to check that viewers (the dashboard, reports) stay fast on big stores without tuning
-for days: `docs/load_bench.py` times the dashboard on 100 000 trials, the tests use smaller
+for days: `experiments/load_bench.py` times the dashboard on 100 000 trials, the tests use smaller
 ones. Everything goes through the real schema (`RecordStore`); trials are bulk-inserted in
 one transaction, which is what makes 100 000 of them take seconds instead of minutes.
 

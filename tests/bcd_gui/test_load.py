@@ -1,4 +1,4 @@
-"""The window on a big store: the right counts and curves (timings: docs/load_bench.py)."""
+"""The window on a big store: the right counts and curves (timings: experiments/load_bench.py)."""
 
 from __future__ import annotations
 
