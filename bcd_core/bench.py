@@ -38,8 +38,8 @@ from bcd_core.tuning.settings import TuneSettings
 log = logging.getLogger("bcd.bench")
 STRATEGY_ORDER = ("metaschedule", "bcd")
 PROBE_RUNS = 20
-# onnxruntime's latency varied 4-7 ms between benches on one machine (docs/history/benchmarks-until-2026-11-24.md);
-# a spread past this within one bench makes its wall-clock comparison unreliable.
+# The machine's speed moves with other work on it: a spread of onnxruntime's latency past this
+# within one bench makes its wall-clock comparison unreliable.
 DRIFT_WARNING = 0.15
 
 
@@ -113,10 +113,10 @@ MEASURE_PASSES = 3
 def measure_alternately(
     libraries: dict[str, Path], inputs: dict[str, Any], runs: int, target: Target
 ) -> dict[str, float]:
-    """Median latency (ms) of each compiled model, timed in turns after both tunes: measured
-    right after its own tune, a model once ran 28-38 % above its estimate and 5-9 % above it
-    when timed again later (docs/history/benchmarks-until-2026-11-24.md), so one busy moment of the machine must not
-    fall on one strategy only. Each model gets MEASURE_PASSES passes of runs / passes."""
+    """Median latency (ms) of each compiled model, timed in turns after both tunes: a model
+    timed right after its own tune can read well above what it reads later, and one busy
+    moment of the machine must not fall on one strategy only. Each model gets MEASURE_PASSES
+    passes of runs / passes."""
     per_pass = max(1, runs // MEASURE_PASSES)
     medians: dict[str, list[float]] = {strategy: [] for strategy in libraries}
     for _ in range(MEASURE_PASSES):
