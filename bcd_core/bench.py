@@ -28,18 +28,19 @@ from tvm.target import Target
 
 from bcd_core.errors import MissingRecordError
 from bcd_core.export import compile_tuned, export_library, run_library, run_onnxruntime, target_device
-from bcd_core.model_import import load_onnx, random_inputs, static_inputs
+from bcd_core.model_import import InputSpec, load_onnx, random_inputs, static_inputs
 from bcd_core.session_view import first_time_at_or_below, session_timeline, session_trial_timeline
 from bcd_core.target import describe_target, host_core_count
 from bcd_core.tuning.events import Listener
+from bcd_core.tuning.session import TuningRun
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.tune import run_session
 
 log = logging.getLogger("bcd.bench")
 STRATEGY_ORDER = ("metaschedule", "bcd")
 PROBE_RUNS = 20
-# onnxruntime's latency varied 4-7 ms between benches on one machine (docs/history/benchmarks-until-2026-11-24.md);
-# a spread past this within one bench makes its wall-clock comparison unreliable.
+# The machine's speed moves with other work on it: a spread of onnxruntime's latency past this
+# within one bench makes its wall-clock comparison unreliable.
 DRIFT_WARNING = 0.15
 
 
@@ -113,10 +114,10 @@ MEASURE_PASSES = 3
 def measure_alternately(
     libraries: dict[str, Path], inputs: dict[str, Any], runs: int, target: Target
 ) -> dict[str, float]:
-    """Median latency (ms) of each compiled model, timed in turns after both tunes: measured
-    right after its own tune, a model once ran 28-38 % above its estimate and 5-9 % above it
-    when timed again later (docs/history/benchmarks-until-2026-11-24.md), so one busy moment of the machine must not
-    fall on one strategy only. Each model gets MEASURE_PASSES passes of runs / passes."""
+    """Median latency (ms) of each compiled model, timed in turns after both tunes: a model
+    timed right after its own tune can read well above what it reads later, and one busy
+    moment of the machine must not fall on one strategy only. Each model gets MEASURE_PASSES
+    passes of runs / passes."""
     per_pass = max(1, runs // MEASURE_PASSES)
     medians: dict[str, list[float]] = {strategy: [] for strategy in libraries}
     for _ in range(MEASURE_PASSES):
@@ -148,31 +149,11 @@ def run_bench(
         if probe is not None:
             probes[f"before {strategy}"] = probe
         progress(f"== {strategy} ==")
-        db_path = out_dir / f"{strategy}.db"
-        run = run_session(model, db_path, target, replace(settings, strategy=strategy), listeners)
-        store = run.store
-        session = store.session(run.session_id)
-        imported = run.prepared.imported
-        prepared_inputs = imported.inputs
-        progress(f"compiling the {strategy} model")
-        try:
-            libraries[strategy] = export_library(
-                compile_tuned(run.database, imported.relax_mod, target), out_dir / f"{Path(model).stem}-{strategy}.so"
-            )
-        except MissingRecordError as err:  # a budget too small to measure every task
-            progress(f"{strategy}: no compiled model: {err}")
-        results[strategy] = StrategyResult(
-            strategy=strategy,
-            session_id=run.session_id,
-            trials=int(session["trials_done"] or 0),
-            elapsed_s=float(session["elapsed_s"] or 0.0),
-            final_estimate_s=session["estimated_latency_s"],
-            measured_latency_ms=None,
-            bookkeeping_s=float(session.get("bookkeeping_s") or 0.0),
-            timeline=session_timeline(store, run.session_id),
-            trial_timeline=session_trial_timeline(store, run.session_id),
+        results[strategy], library, prepared_inputs = _tune_strategy(
+            model, target, replace(settings, strategy=strategy), out_dir, listeners, progress
         )
-        store.close()  # the last connection to close folds the WAL into the file
+        if library is not None:
+            libraries[strategy] = library
     assert prepared_inputs is not None
     progress("measuring the compiled models")
     for strategy, latency in measure_alternately(
@@ -181,11 +162,67 @@ def run_bench(
         results[strategy].measured_latency_ms = latency
     reference = run_onnxruntime(onnx_model, random_inputs(prepared_inputs), runs=latency_runs).median_ms
     probes["after both"] = reference
+    report = _bench_report(model, target, settings, results, reference, probes)
+    write_outputs(report, out_dir)
+    return report
+
+
+def _tune_strategy(
+    model: str | Path,
+    target: Target,
+    settings: TuneSettings,
+    out_dir: Path,
+    listeners: Sequence[Listener],
+    progress: Any,
+) -> tuple[StrategyResult, Path | None, list[InputSpec]]:
+    """Tune with `settings.strategy` in a store of its own, then compile the tuned model:
+    (the strategy's result, its compiled model or None, the model's inputs)."""
+    strategy = settings.strategy
+    run = run_session(model, out_dir / f"{strategy}.db", target, settings, listeners)
+    session = run.store.session(run.session_id)
+    imported = run.prepared.imported
+    progress(f"compiling the {strategy} model")
+    library = None
+    try:
+        library = export_library(
+            compile_tuned(run.database, imported.relax_mod, target), out_dir / f"{Path(model).stem}-{strategy}.so"
+        )
+    except MissingRecordError as err:  # a budget too small to measure every task
+        progress(f"{strategy}: no compiled model: {err}")
+    result = _strategy_result(strategy, run, session)
+    run.store.close()  # the last connection to close folds the WAL into the file
+    return result, library, imported.inputs
+
+
+def _strategy_result(strategy: str, run: TuningRun, session: dict[str, Any]) -> StrategyResult:
+    """A finished tune's figures; its compiled model's latency is measured later."""
+    return StrategyResult(
+        strategy=strategy,
+        session_id=run.session_id,
+        trials=int(session["trials_done"] or 0),
+        elapsed_s=float(session["elapsed_s"] or 0.0),
+        final_estimate_s=session["estimated_latency_s"],
+        measured_latency_ms=None,
+        bookkeeping_s=float(session.get("bookkeeping_s") or 0.0),
+        timeline=session_timeline(run.store, run.session_id),
+        trial_timeline=session_trial_timeline(run.store, run.session_id),
+    )
+
+
+def _bench_report(
+    model: str | Path,
+    target: Target,
+    settings: TuneSettings,
+    results: dict[str, StrategyResult],
+    onnxruntime_ms: float,
+    probes: dict[str, float],
+) -> BenchReport:
+    """Both strategies' results compared at the baseline's final latency, in time and in trials."""
     final, t_b, t_d, speedup = speedup_at_equal_latency(results["metaschedule"].timeline, results["bcd"].timeline)
     _, n_b, n_d, trial_speedup = speedup_at_equal_latency(
         results["metaschedule"].trial_timeline, results["bcd"].trial_timeline
     )
-    report = BenchReport(
+    return BenchReport(
         model=str(model),
         target=describe_target(target),
         trials_per_task=settings.trials_per_task,
@@ -194,7 +231,7 @@ def run_bench(
         baseline_time_s=t_b,
         bcd_time_s=t_d,
         speedup=speedup,
-        onnxruntime_ms=reference,
+        onnxruntime_ms=onnxruntime_ms,
         threads=host_core_count(),
         results=results,
         baseline_trials=None if n_b is None else int(n_b),
@@ -202,8 +239,6 @@ def run_bench(
         trial_speedup=trial_speedup,
         machine_probes_ms=probes,
     )
-    write_outputs(report, out_dir)
-    return report
 
 
 def write_outputs(report: BenchReport, out_dir: Path) -> None:

@@ -11,14 +11,17 @@ import sys
 import time
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bcd_core import __version__
 from bcd_core.errors import BcdError
-from bcd_core.formatting import format_duration, format_flops, format_latency
+from bcd_core.formatting import format_duration, format_latency
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.options import OPTIONS_BY_FIELD, STRATEGIES, Level, Option, flagged_options
 from bcd_core.tuning.settings import TuneSettings
+
+if TYPE_CHECKING:
+    from bcd_core.inspect_view import Inspection
 
 TUNE_DEFAULTS = TuneSettings()
 
@@ -93,127 +96,31 @@ class ProgressBar:
 
 
 # -- commands -----------------------------------------------------------------------------
-def _json_name(mode: str) -> str:
-    return mode.replace("-", "_")
-
-
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from bcd_core.clustering import cluster_of, cluster_tasks
-    from bcd_core.model_import import import_model, parse_input_shapes
-    from bcd_core.target import describe_target, parse_target
-    from bcd_core.tasks import extract_tasks
+    from bcd_core.inspect_view import inspect_model, inspection_json
 
-    start = time.perf_counter()
-    try:  # the tuner's own checks of these settings, before the model is imported
-        TuneSettings(representative_rule=args.representative_rule, split_heavier_than=args.split_heavier_than)
-    except ValueError as err:
-        raise BcdError(str(err)) from err
-    target = parse_target(args.target)
-    imported = import_model(args.model, parse_input_shapes(args.input_shape))
-    tasks = extract_tasks(imported.relax_mod, target)
-    # Coarsest key first, so the table reads from operator kind down to design-space detail.
-    rule = args.representative_rule
-    split = args.split_heavier_than
-    by_mode = {
-        mode: cluster_tasks(tasks, mode, rule=rule, split_heavier_than=split)
-        for mode in ("operator", "loose-sketch", "sketch")
-    }
-    elapsed = time.perf_counter() - start
+    inspection = inspect_model(
+        args.model, args.target, args.input_shape, args.representative_rule, args.split_heavier_than
+    )
     if args.json:
-        payload = {
-            "model": str(args.model),
-            "target": json.loads(str(target)),
-            "representative_rule": rule,
-            "split_heavier_than": split,
-            "inputs": [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype} for s in imported.inputs],
-            "tasks": [
-                {
-                    "index": t.index,
-                    "name": t.name,
-                    "weight": t.weight,
-                    "flops": t.flops,
-                    "shapes": t.shapes,
-                    "operator_key": t.operator_key,
-                    "sketch_key": t.sketch_key,
-                    "loose_sketch_key": t.loose_sketch_key,
-                    **{
-                        f"{_json_name(mode)}_cluster": cluster_of(clusters, t.index).id
-                        for mode, clusters in by_mode.items()
-                    },
-                    **{
-                        f"{_json_name(mode)}_representative": cluster_of(clusters, t.index).representative == t.index
-                        for mode, clusters in by_mode.items()
-                    },
-                }
-                for t in tasks
-            ],
-            "clusters": {
-                mode: [
-                    {"id": c.id, "key": c.key, "members": c.members, "representative": c.representative}
-                    for c in clusters
-                ]
-                for mode, clusters in by_mode.items()
-            },
-        }
-        print(json.dumps(payload, indent=2))
-        return 0
-
-    def cluster_cell(mode: str, index: int) -> str:
-        cluster = cluster_of(by_mode[mode], index)
-        return f"C{cluster.id}{'*' if cluster.representative == index and cluster.size > 1 else ''}"
-
-    rows = [
-        [
-            t.index,
-            t.name,
-            t.weight,
-            format_flops(t.flops),
-            "x".join(str(d) for d in t.shapes[-1]) if t.shapes else "",
-            t.operator_key,
-            cluster_cell("operator", t.index),
-            cluster_cell("loose-sketch", t.index),
-            t.sketch_key,
-            cluster_cell("sketch", t.index),
-        ]
-        for t in tasks
-    ]
-    inputs = ", ".join(f"{s.name} {list(s.shape)} {s.dtype}" for s in imported.inputs)
-    print(f"model   {args.model}  ({inputs})")
-    print(f"target  {describe_target(target)}")
-    total_flops = sum(t.flops * t.weight for t in tasks)
-    print(
-        f"tasks   {len(tasks)} (sum of weights {sum(t.weight for t in tasks)}), {format_flops(total_flops)}FLOP per run"
-    )
-    print()
-    print(
-        table(
-            [
-                "#",
-                "task",
-                "weight",
-                "FLOPs",
-                "output",
-                "operator key",
-                "op cluster",
-                "loose cluster",
-                "sketch key",
-                "sketch cluster",
-            ],
-            rows,
-        )
-    )
-    for mode, clusters in by_mode.items():
-        print(
-            f"\n{mode} clustering: {len(clusters)} clusters "
-            f"({sum(1 for c in clusters if c.size > 1)} with members; * marks the representative)"
-        )
-        for cluster in clusters:
-            print(
-                f"  C{cluster.id:<3} {cluster.key:<28} size {cluster.size:<3} "
-                f"representative #{cluster.representative} {tasks[cluster.representative].name}"
-            )
-    print(f"\ninspected in {elapsed:.1f} s")
+        print(json.dumps(inspection_json(inspection), indent=2))
+    else:
+        _print_inspection(inspection)
     return 0
+
+
+def _print_inspection(inspection: Inspection) -> None:
+    """`bcd inspect`'s table view: summary, the task table, then every mode's clusters."""
+    from bcd_core.inspect_view import INSPECT_MODES, TABLE_HEADERS, cluster_lines, summary_lines, task_rows
+
+    for line in summary_lines(inspection):
+        print(line)
+    print()
+    print(table(list(TABLE_HEADERS), task_rows(inspection)))
+    for mode in INSPECT_MODES:
+        for line in cluster_lines(inspection, mode):
+            print(line)
+    print(f"\ninspected in {inspection.elapsed_s:.1f} s")
 
 
 def settings_from_args(args: argparse.Namespace) -> Any:

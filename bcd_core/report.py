@@ -39,12 +39,29 @@ def _png(figure: Any) -> str:
 
 
 def _plots(store: RecordStore, snapshot: SessionSnapshot) -> dict[str, str]:
+    """The report's figures as base64 PNGs, by key."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    images = {}
+    return {
+        "latency": _latency_plot(plt, store, snapshot),
+        "tasks": _task_curves_plot(plt, store, snapshot),
+        "cost_model": _cost_model_plot(plt, snapshot),
+    }
+
+
+def _finished_png(plt: Any, figure: Any) -> str:
+    """Lay the figure out, encode it, and close it."""
+    figure.tight_layout()
+    image = _png(figure)
+    plt.close(figure)
+    return image
+
+
+def _latency_plot(plt: Any, store: RecordStore, snapshot: SessionSnapshot) -> str:
+    """The session's estimated model latency over time, beside stock MetaSchedule's if there is one."""
     figure, axis = plt.subplots(figsize=(8, 4), dpi=100)
     if snapshot.timeline:
         axis.step(
@@ -69,10 +86,11 @@ def _plots(store: RecordStore, snapshot: SessionSnapshot) -> dict[str, str]:
     axis.set_ylabel("estimated model latency (ms)")
     axis.grid(True, alpha=0.3)
     axis.legend()
-    figure.tight_layout()
-    images["latency"] = _png(figure)
-    plt.close(figure)
+    return _finished_png(plt, figure)
 
+
+def _task_curves_plot(plt: Any, store: RecordStore, snapshot: SessionSnapshot) -> str:
+    """Best latency per trial of the CURVES_IN_REPORT tasks that weigh most."""
     figure, axis = plt.subplots(figsize=(8, 4), dpi=100)
     heaviest = sorted((t for t in snapshot.tasks if t.best_s is not None), key=lambda t: -(t.weight * (t.best_s or 0)))[
         :CURVES_IN_REPORT
@@ -86,10 +104,11 @@ def _plots(store: RecordStore, snapshot: SessionSnapshot) -> dict[str, str]:
     axis.grid(True, which="both", alpha=0.3)
     if heaviest:
         axis.legend(fontsize=7)
-    figure.tight_layout()
-    images["tasks"] = _png(figure)
-    plt.close(figure)
+    return _finished_png(plt, figure)
 
+
+def _cost_model_plot(plt: Any, snapshot: SessionSnapshot) -> str:
+    """The cost model's pairwise accuracy and Spearman correlation per round."""
     figure, axis = plt.subplots(figsize=(8, 3), dpi=100)
     rounds = [m["round"] for m in snapshot.metrics]
     axis.plot(rounds, [m["pairwise_accuracy"] for m in snapshot.metrics], ".-", label="pairwise accuracy")
@@ -98,10 +117,7 @@ def _plots(store: RecordStore, snapshot: SessionSnapshot) -> dict[str, str]:
     axis.set_ylim(-1, 1)
     axis.grid(True, alpha=0.3)
     axis.legend()
-    figure.tight_layout()
-    images["cost_model"] = _png(figure)
-    plt.close(figure)
-    return images
+    return _finished_png(plt, figure)
 
 
 def _ms(seconds: float | None) -> str:

@@ -140,9 +140,9 @@ def _display_status(row: dict[str, Any], trials: int, cap: int | None, session_s
     return status
 
 
-def load_snapshot(store: RecordStore, session_id: int) -> SessionSnapshot:
-    session = store.session(session_id)
-    counts = {
+def _trial_counts(store: RecordStore, session_id: int) -> dict[int, tuple[int, int]]:
+    """Task row id -> (trials, failed trials)."""
+    return {
         task_id: (total, failed)
         for task_id, total, failed in _grouped(
             store,
@@ -150,10 +150,14 @@ def load_snapshot(store: RecordStore, session_id: int) -> SessionSnapshot:
             [session_id],
         )
     }
-    # The best trial per task and where it came from (ties: the earliest). min() per task, then
-    # one index lookup for its origin: both served by the store's covering index, where ranking
-    # every trial with a window function sorted all of them (0.5 s at 100 000 trials).
-    best = {
+
+
+def _best_trials(store: RecordStore, session_id: int) -> dict[int, tuple[float, str | None]]:
+    """Task row id -> (best latency, origin of the trial that reached it; ties: the earliest)."""
+    # min() per task, then one index lookup for its origin: both served by the store's
+    # covering index, whereas ranking every trial with a window function would sort all of
+    # them (slow at 100 000 trials).
+    return {
         task_id: (latency, origin)
         for task_id, latency, origin in _grouped(
             store,
@@ -164,37 +168,56 @@ def load_snapshot(store: RecordStore, session_id: int) -> SessionSnapshot:
             [session_id, session_id],
         )
     }
+
+
+def _task_view(
+    row: dict[str, Any],
+    counts: tuple[int, int],
+    best: tuple[float | None, str | None],
+    default_budget: int | None,
+    session_status: str,
+) -> TaskView:
+    """A stored task row with its trial counts and best trial. Its cap is its budget where that
+    differs from the session's trials per task."""
+    total, failed = counts
+    latency, origin = best
+    cap = row["budget"] if row["budget"] is not None and row["budget"] != default_budget else None
+    return TaskView(
+        index=row["idx"],
+        row_id=row["id"],
+        name=row["name"],
+        weight=int(row["weight"]),
+        flops=float(row["flops"] or 0.0),
+        shapes=json.loads(row["shapes"]) if isinstance(row["shapes"], str) else (row["shapes"] or []),
+        operator_key=row["operator_key"] or "",
+        sketch_key=row["sketch_key"] or "",
+        cluster_position=int(row["cluster_id"] or 0),
+        cluster_key=row["cluster_key"] or row["name"],
+        is_representative=bool(row["is_representative"]),
+        cap=cap,
+        status=_display_status(row, total, cap, session_status),
+        trials=int(total),
+        failed=int(failed or 0),
+        best_s=latency,
+        best_origin=origin,
+        diffused_best_s=row["diffused_best_s"],
+        diffused_from_trial_id=row["diffused_from_trial_id"],
+        fallback=bool(row["fallback"]),
+    )
+
+
+def load_snapshot(store: RecordStore, session_id: int) -> SessionSnapshot:
+    session = store.session(session_id)
+    counts = _trial_counts(store, session_id)
+    best = _best_trials(store, session_id)
     settings = json.loads(session["settings"] or "{}")
     default_budget = settings.get("trials_per_task")
-    tasks = []
-    for row in store.tasks(session_id):
-        total, failed = counts.get(row["id"], (0, 0))
-        latency, origin = best.get(row["id"], (None, None))
-        cap = row["budget"] if row["budget"] is not None and row["budget"] != default_budget else None
-        tasks.append(
-            TaskView(
-                index=row["idx"],
-                row_id=row["id"],
-                name=row["name"],
-                weight=int(row["weight"]),
-                flops=float(row["flops"] or 0.0),
-                shapes=json.loads(row["shapes"]) if isinstance(row["shapes"], str) else (row["shapes"] or []),
-                operator_key=row["operator_key"] or "",
-                sketch_key=row["sketch_key"] or "",
-                cluster_position=int(row["cluster_id"] or 0),
-                cluster_key=row["cluster_key"] or row["name"],
-                is_representative=bool(row["is_representative"]),
-                cap=cap,
-                status=_display_status(row, total, cap, session["status"]),
-                trials=int(total),
-                failed=int(failed or 0),
-                best_s=latency,
-                best_origin=origin,
-                diffused_best_s=row["diffused_best_s"],
-                diffused_from_trial_id=row["diffused_from_trial_id"],
-                fallback=bool(row["fallback"]),
-            )
+    tasks = [
+        _task_view(
+            row, counts.get(row["id"], (0, 0)), best.get(row["id"], (None, None)), default_budget, session["status"]
         )
+        for row in store.tasks(session_id)
+    ]
     timeline = session_timeline(store, session_id)
     return SessionSnapshot(
         session=session,

@@ -5,9 +5,8 @@ Both learn from every measured batch. The shared model (xgb.py) ranks well with 
 and what the representatives taught it carries over to their members: phase 1 and 2.
 MetaSchedule's XGBModel (one prediction per buffer store, summed) predicts random scores
 until it has `num_warmup_samples` samples, but with hundreds of samples from every task it
-guided the members' own rounds better: with it alone as BCD's model, SqueezeNet's 3x3 members
-improved in 54 % of their own rounds instead of 17-41 %, while the representatives, tuned
-before it had data, fell behind (docs/history/benchmarks-until-2026-11-24.md, run ad).
+guides the members' own rounds better. Neither suffices alone: the XGBModel would rank the
+representatives' rounds, tuned before it has data, at random.
 """
 
 from __future__ import annotations

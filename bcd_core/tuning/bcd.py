@@ -341,8 +341,8 @@ class BcdPlan(ClusterSteering):
 
     def gain_per_trial(self, task_index: int) -> tuple[float, float]:
         """Per trial, not per second: dividing by each task's measured seconds per trial
-        starved ResNet-18's first convolution, whose rounds were slow (builds timing out)
-        and whose gap to the baseline was the largest of all (docs/history/benchmarks-until-2026-11-24.md)."""
+        starves a task whose rounds are slow (builds timing out), however much it has to
+        gain."""
         never_measured, gain = self.expected_gain(task_index)
         return (never_measured, gain / self.next_round_trials(task_index))
 
@@ -363,9 +363,9 @@ class BcdPlan(ClusterSteering):
         (without that floor a heavy task that stalls for a few rounds starves), halved for
         every round in a row without a better program. A member whose representative improved
         since its last diffusion expects at least that relative gain: its next round diffuses
-        the refreshed prior (a few cheap candidates). Counting the members' work in a
-        representative's rounds instead gave the representative rounds that improved it by
-        2 % and its members not at all (SqueezeNet, docs/history/benchmarks-until-2026-11-24.md)."""
+        the refreshed prior (a few cheap candidates). The members' work does not count in a
+        representative's rounds: that would buy it rounds that barely improve it and do not
+        help its members."""
         run = self.run
         best = run.best.get(task_index)
         if best is None:
@@ -444,7 +444,7 @@ class BcdPlan(ClusterSteering):
         sketches = self.sketches[task_index]
         seed = self.settings.seed * 7919 + task_index * 101 + self.run.round
         # One program from each prior program before a second adaptation of any: which of the
-        # representative's programs suits a member's shape varies a lot (docs/history/benchmarks-until-2026-11-24.md).
+        # representative's programs suits a member's shape varies a lot.
         result = diffuse(context, sketches, priors, count, seed, seen=set(), spread=True)
         self.diffused_from.setdefault(task_index, set()).update(p[0] for p in priors)
         source_best = self.source_best(task_index)

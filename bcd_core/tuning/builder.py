@@ -42,8 +42,8 @@ class PooledBuilder(ms.builder.PyBuilder):
     """MetaSchedule's LocalBuilder, except that its worker processes are kept between rounds.
 
     LocalBuilder starts a fresh pool for every batch; each worker imports TVM first (about
-    1 s on 2 cores), which was most of a small round's wall time (a 1-candidate round took
-    1.4-1.9 s). A worker that times out or dies is restarted by the pool on its next build.
+    1 s on 2 cores), most of a small round's wall time. A worker that times out or dies is
+    restarted by the pool on its next build.
     """
 
     def __init__(self, max_workers: int, timeout_sec: float, f_build: Callable = build_candidate) -> None:
@@ -69,10 +69,10 @@ class PooledBuilder(ms.builder.PyBuilder):
         outcomes = list(self._workers().map_with_error_catching(_build_in_worker, jobs))
         failed = [i for i, outcome in enumerate(outcomes) if outcome.status == StatusKind.EXCEPTION]
         if failed:
-            # A long-lived worker's LLVM state can go bad ("Instruction does not dominate all
-            # uses", then every later build of a task failed; seen once in a dozen short test
-            # sessions): start fresh workers, and build what failed again in fresh processes,
-            # as LocalBuilder would. A candidate that really cannot build fails twice.
+            # A long-lived worker's LLVM state can go bad, rarely ("Instruction does not dominate
+            # all uses", then every later build of a task fails): start fresh workers, and build
+            # what failed again in fresh processes, as LocalBuilder would. A candidate that
+            # really cannot build fails twice.
             self.close()
             fresh = self._new_pool(None)
             try:

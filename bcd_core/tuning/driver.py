@@ -22,8 +22,7 @@ def make_cost_model(run: TuningRun) -> ms.cost_model.CostModel:
     """`bcd`: stock's own model, MetaSchedule's XGBModel, one for every task of the model as
     in `tune_tasks`; it learns from each batch as soon as it is measured, so that it ranks
     later tasks' first rounds (once past its warm-up) and guides every later round as well
-    as stock's does (the phased strategy's shared model ranked members' late rounds worse:
-    docs/history/benchmarks-until-2026-11-24.md, run ad)."""
+    as stock's does (the phased strategy's shared model ranks members' late rounds worse)."""
     settings = run.settings
     if settings.strategy != PHASED:
         return ms.cost_model.XGBModel(

@@ -71,9 +71,9 @@ def ranked_samples(
     """Up to `count` programs from `population` fresh samples, skipping programs already
     handed out (`exclude`): the best by `score(context, candidates)` (the cost model), and
     `explore` of them drawn at random from the rest. The model learnt from other tasks and
-    can be wrong about this one in a way only the task's own measurements reveal (it ranked
-    SqueezeNet's 3-channel first convolution's fully unrolled programs first: they built
-    slowly and ran slowly); random picks are how stock's first round finds that out."""
+    can be wrong about this one in a way only the task's own measurements reveal (it can rank
+    a 3-channel first convolution's fully unrolled programs first, which build slowly and run
+    slowly); random picks are how stock's first round finds that out."""
     schedules = sample_population(search, population)
     if not schedules:
         return []

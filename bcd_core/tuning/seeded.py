@@ -167,9 +167,9 @@ class SeededPlan(ClusterSteering):
             return 0
         if self.misses.get(task_index, 0) >= DIFFUSION_MISSES:
             return 0
-        # The same share in a task's first round: half of it held a task whose programs are
-        # unlike its cluster-mates' in their basin (SqueezeNet's 3-channel first convolution,
-        # for which stock's random first rounds found programs 1.5-2.5x faster).
+        # The same share in a task's first round, not more: a larger one holds a task whose
+        # programs are unlike its cluster-mates' (a 3-channel first convolution) in their
+        # basin, where the search's random picks find much faster programs.
         return max(1, int(batch * share))
 
     def mix_in_diffused(self, task_index: int, candidates: list[ms.MeasureCandidate]) -> list[ms.MeasureCandidate]:

@@ -357,48 +357,85 @@ class TuningRun:
         predicted = self.predict(task_index, candidates)
         self.round += 1
         elapsed = self.elapsed()
-        trials, failed = [], 0
-        for position, (candidate, built, ran) in enumerate(zip(candidates, builder_results, runner_results)):
-            error = None
-            if built.error_msg:
-                error = "build: " + str(built.error_msg)
-            elif ran.error_msg:
-                error = "run: " + str(ran.error_msg)
-            run_secs = _seconds(ran.run_secs) if error is None and ran.run_secs is not None else None
-            if run_secs is not None and any(s >= FAILED_RUN_SECS for s in run_secs):
-                run_secs, error = None, "run: no valid run time"
-            failed += error is not None
-            record = ms.database.TuningRecord(
-                candidate.sch.trace, workload, run_secs or [FAILED_RUN_SECS], self.target, candidate.args_info
+        trials = [
+            self._trial_row(
+                task_index, workload, elapsed, candidate, built, ran, predicted[position] if predicted else None
             )
-            trace_json, _, _, args_json = record.as_json()
-            origin, source, adaptation = self.origin_of(task_index, candidate)
-            trials.append(
-                TrialRow(
-                    task_id=self.task_row_ids[task_index],
-                    workload_id=self.workload_ids[task_index],
-                    round=self.round,
-                    elapsed_s=elapsed,
-                    run_secs=run_secs,
-                    error=error[:MAX_ERROR_CHARS] if error else None,
-                    trace=trace_json,
-                    args_info=args_json,
-                    target_key=self.target_key,
-                    origin=origin,
-                    source_trial_id=source,
-                    adaptation=adaptation,
-                    predicted_score=predicted[position] if predicted else None,
-                )
-            )
+            for position, (candidate, built, ran) in enumerate(zip(candidates, builder_results, runner_results))
+        ]
+        failed = sum(t.error is not None for t in trials)
+        self._update_task_progress(task_index, trials)
+        estimate = estimated_latency(self.tasks, self.best)
+        timeline = self._timeline_row(task_index, elapsed, trials, failed, estimate)
+        metrics = self._batch_metrics(task_index, predicted, trials)
+        trial_ids = self.store.record_round(self.session_id, trials, timeline, metrics, self.bookkeeping_s)
+        for hook in self.batch_hooks:
+            hook(task_index, trials, trial_ids)
+        if task_index not in self.best and self.rounds_per_task[task_index] >= ROUNDS_BEFORE_GIVING_UP:
+            self.give_up(task_index, [t.error for t in trials if t.error])
+        self._emit_round(task_index, len(trials), failed, estimate, elapsed)
+
+    @staticmethod
+    def _measurement_outcome(built: Any, ran: Any) -> tuple[str | None, list[float] | None]:
+        """(error, run seconds) of one candidate: the build's error, else the run's; a run
+        timed at FAILED_RUN_SECS or more has no valid time."""
+        error = None
+        if built.error_msg:
+            error = "build: " + str(built.error_msg)
+        elif ran.error_msg:
+            error = "run: " + str(ran.error_msg)
+        run_secs = _seconds(ran.run_secs) if error is None and ran.run_secs is not None else None
+        if run_secs is not None and any(s >= FAILED_RUN_SECS for s in run_secs):
+            run_secs, error = None, "run: no valid run time"
+        return error, run_secs
+
+    def _trial_row(
+        self,
+        task_index: int,
+        workload: Any,
+        elapsed: float,
+        candidate: Any,
+        built: Any,
+        ran: Any,
+        predicted_score: float | None,
+    ) -> TrialRow:
+        """One measured candidate as the store keeps it, with its origin."""
+        error, run_secs = self._measurement_outcome(built, ran)
+        record = ms.database.TuningRecord(
+            candidate.sch.trace, workload, run_secs or [FAILED_RUN_SECS], self.target, candidate.args_info
+        )
+        trace_json, _, _, args_json = record.as_json()
+        origin, source, adaptation = self.origin_of(task_index, candidate)
+        return TrialRow(
+            task_id=self.task_row_ids[task_index],
+            workload_id=self.workload_ids[task_index],
+            round=self.round,
+            elapsed_s=elapsed,
+            run_secs=run_secs,
+            error=error[:MAX_ERROR_CHARS] if error else None,
+            trace=trace_json,
+            args_info=args_json,
+            target_key=self.target_key,
+            origin=origin,
+            source_trial_id=source,
+            adaptation=adaptation,
+            predicted_score=predicted_score,
+        )
+
+    def _update_task_progress(self, task_index: int, trials: list[TrialRow]) -> None:
+        """The task's best latency, trial and round counts, and best-per-round, after a batch."""
         latencies = [t.latency_s for t in trials if t.latency_s is not None]
         if latencies:
             self.best[task_index] = min([*latencies, self.best.get(task_index, float("inf"))])
         self.trial_counts[task_index] = self.trial_counts.get(task_index, 0) + len(trials)
         self.rounds_per_task[task_index] = self.rounds_per_task.get(task_index, 0) + 1
-        history = self.best_history.setdefault(task_index, [])
-        history.append(self.best.get(task_index, float("inf")))
-        estimate = estimated_latency(self.tasks, self.best)
-        timeline = {
+        self.best_history.setdefault(task_index, []).append(self.best.get(task_index, float("inf")))
+
+    def _timeline_row(
+        self, task_index: int, elapsed: float, trials: list[TrialRow], failed: int, estimate: float | None
+    ) -> dict[str, Any]:
+        """The session's timeline entry for this round."""
+        return {
             "round": self.round,
             "elapsed_s": elapsed,
             "task_id": self.task_row_ids[task_index],
@@ -408,26 +445,27 @@ class TuningRun:
             "best_task_latency_s": self.best.get(task_index),
             "estimated_latency_s": estimate,
         }
-        metrics = None
-        if predicted:
-            throughput = [(1.0 / t.latency_s) if t.latency_s else 0.0 for t in trials]
-            metrics = {
-                "round": self.round,
-                "task_id": self.task_row_ids[task_index],
-                **batch_metrics(predicted, throughput),
-            }
-        trial_ids = self.store.record_round(self.session_id, trials, timeline, metrics, self.bookkeeping_s)
-        for hook in self.batch_hooks:
-            hook(task_index, trials, trial_ids)
-        if task_index not in self.best and self.rounds_per_task[task_index] >= ROUNDS_BEFORE_GIVING_UP:
-            self.give_up(task_index, [t.error for t in trials if t.error])
+
+    def _batch_metrics(
+        self, task_index: int, predicted: list[float] | None, trials: list[TrialRow]
+    ) -> dict[str, Any] | None:
+        """How well the cost model's scores ranked the batch (None: it scored nothing)."""
+        if not predicted:
+            return None
+        throughput = [(1.0 / t.latency_s) if t.latency_s else 0.0 for t in trials]
+        return {"round": self.round, "task_id": self.task_row_ids[task_index], **batch_metrics(predicted, throughput)}
+
+    def _emit_round(
+        self, task_index: int, batch_size: int, failed: int, estimate: float | None, elapsed: float
+    ) -> None:
+        """Tell the listeners the round is recorded."""
         self.emit(
             RoundFinished(
                 session_id=self.session_id,
                 round=self.round,
                 task_index=task_index,
-                task_name=task.name,
-                batch_size=len(trials),
+                task_name=self.tasks[task_index].name,
+                batch_size=batch_size,
                 batch_failed=failed,
                 best_task_latency_s=self.best.get(task_index),
                 estimated_latency_s=estimate,

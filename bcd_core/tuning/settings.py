@@ -19,8 +19,8 @@ from bcd_core.tuning.options import (
 DEFAULT_CLUSTER_MODE = CLUSTER_MODES[0]
 DEFAULT_REPRESENTATIVE_RULE = REPRESENTATIVE_RULES[0]
 # "auto" diffuses from the whole cluster when the model has a (not minor) cluster of at least
-# this many tasks, from the representative otherwise: cluster priors helped where clusters are
-# large (a dozen convolutions) and hurt where they are small (four matmuls).
+# this many tasks, from the representative otherwise: cluster priors pay off in clusters of a
+# dozen or so tasks, and cost more than they bring in clusters of a few.
 AUTO_CLUSTER_PRIORS_MIN_TASKS = 8
 # What a bcd-phased session stored before these identity keys existed was tuned with:
 # resuming it by id keeps that, and a tune with other values starts a new session.
@@ -42,16 +42,16 @@ class TuneSettings:
     # Sketch clusters only hold tasks whose design spaces match, so every member can be
     # diffused; operator clusters mix e.g. 1x1 and 3x3 convolutions, which then fall back.
     # loose-sketch also lets a task whose epilogue inlines other element-wise blocks (a
-    # residual add, a GELU) take a cluster-mate's programs: ahead of sketch on ResNet-18 and
-    # BERT-mini, the same clusters on SqueezeNet (docs/history/benchmarks-until-2026-11-24.md, tenth session).
+    # residual add, a GELU) take a cluster-mate's programs: larger clusters, so more diffusion,
+    # in models with such epilogues, and the same clusters as sketch in models without.
     cluster_mode: str = DEFAULT_CLUSTER_MODE
     # Which task of a cluster is tuned first and diffused from: bcd-algorithm.md's most
     # similar to the others ("similar"), or the one with the most work ("heaviest").
     representative_rule: str = DEFAULT_REPRESENTATIVE_RULE
     # A member with more than this many times its representative's work (FLOPs x weight) is
-    # tuned as a singleton instead (0: never): SqueezeNet's classifier convolution, 29 times
-    # its 1x1 representative's work and a fifth of the model's latency, lost most of BCD's
-    # margin where it was diffused from it (docs/history/benchmarks-until-2026-11-24.md).
+    # tuned as a singleton instead (0: never): a member with many times its representative's
+    # work (a classifier convolution beside a 1x1 one) can carry a large share of the model's
+    # latency, and programs diffused from a far lighter task suit it poorly.
     split_heavier_than: float = 0.0
     seed: int = 0
     input_shapes: dict[str, list[int]] = field(default_factory=dict)
@@ -59,8 +59,9 @@ class TuneSettings:
     population_size: int = 128
     init_min_unmeasured: int = 32
     # None: by target (see builder_timeout_for). A CPU candidate whose LLVM build takes longer
-    # than 10 s is an extreme unroll, not a contender, and the whole round waits for it (30 s
-    # cost SqueezeNet's first convolution a minute per round); GPU builds also run NVRTC/nvcc.
+    # than 10 s is an extreme unroll, not a contender, and the whole round waits for it (a
+    # 30 s limit can cost a task with such candidates a minute per round); GPU builds also
+    # run NVRTC/nvcc.
     builder_timeout_s: float | None = None
     runner_timeout_s: float = 30.0
     runner_number: int = 3
@@ -72,8 +73,8 @@ class TuneSettings:
     tracker: str = ""  # HOST:PORT of `python -m tvm.exec.rpc_tracker`, for runner "rpc"
     tracker_key: str = ""  # the --key the RPC servers registered with at that tracker
     # BCD (bcd-algorithm.md): prior size, generations of a member's search, rounds cap.
-    # A member's diffusion round takes one program from each of the top-k (docs/history/benchmarks-until-2026-11-24.md,
-    # "diffusion replay": 8 came closer to the members' final programs than 2 or 4).
+    # A member's diffusion round takes one program from each of the top-k: 8 comes closer to
+    # the members' final programs than 2 or 4.
     prior_top_k: int = 8
     # Whose programs a task's diffusion draws on: every other task's of its cluster, ranked by
     # time per FLOP ("cluster"), or its representative's only ("representative",
@@ -81,16 +82,15 @@ class TuneSettings:
     # (AUTO_CLUSTER_PRIORS_MIN_TASKS). With "cluster", a program one task finds that beats another's best
     # per FLOP is diffused into it (the representative too, after its phase 1), so one
     # task's lucky find reaches the others instead of each member staying in its
-    # representative's basin: SqueezeNet's 3x3 members lost most where that one was poor
-    # (docs/history/benchmarks-until-2026-11-24.md, twelfth session).
+    # representative's basin, where a poor representative holds back every member.
     prior_source: str = PRIOR_SOURCES[0]
     member_generations: int = 2
     representative_round_cap: int = 10
     # A representative's phase 1 runs up to representative_round_cap rounds, whatever its
-    # cluster's size, and ends after this many rounds in a row without a better program:
-    # SqueezeNet's 1x1 representative (1 % of the model's latency) spent 160 trials mostly
-    # stalled, while its 3x3 one (45 %) got 4 rounds and was still improving
-    # (docs/history/benchmarks-until-2026-11-24.md). 0 follows bcd-algorithm.md: always min(|cluster|, 10) rounds.
+    # cluster's size, and ends after this many rounds in a row without a better program: a
+    # fixed count gives a stalled representative of a light cluster many trials and cuts
+    # short a heavy one that is still improving. 0 follows bcd-algorithm.md: always
+    # min(|cluster|, 10) rounds.
     phase_one_patience: int = 3
     # Clusters whose share of the model's FLOPs x weight is below this (pooling, concatenation)
     # get one representative round and diffusion-only members: their rounds cost as much wall
@@ -98,8 +98,8 @@ class TuneSettings:
     minor_cluster_share: float = 0.01
     # Which model ranks a task's candidates in phase 3: "shared" (BCD's shared model
     # throughout) or "metaschedule" (MetaSchedule's XGBModel, trained on every task's
-    # samples, once past its warm-up; bcd_core/cost_model/phased.py). An experiment, not the
-    # default until benchmarks show it helps (docs/history/benchmarks-until-2026-11-24.md).
+    # samples, once past its warm-up; bcd_core/cost_model/phased.py). "shared" stays the
+    # default: switching models is not shown to improve the phased strategy's results.
     late_cost_model: str = "shared"
     # "bcd": the share of a round's candidates that may be programs diffused from other tasks
     # of the cluster, in place of the search's lowest-ranked picks. 0 turns diffusion off.

@@ -1,0 +1,172 @@
+"""`bcd inspect`: a model's tuning tasks and how every cluster mode groups them.
+
+`inspect_model` does the work (import, task extraction, clustering); the rest turns the
+result into `bcd inspect`'s JSON payload or the rows and lines of its table view.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from tvm.target import Target
+
+from bcd_core.clustering import Cluster, cluster_of, cluster_tasks
+from bcd_core.errors import BcdError
+from bcd_core.formatting import format_flops
+from bcd_core.model_import import InputSpec, import_model, parse_input_shapes
+from bcd_core.target import describe_target, parse_target
+from bcd_core.tasks import Task, extract_tasks
+from bcd_core.tuning.settings import TuneSettings
+
+# Coarsest key first, so the table reads from operator kind down to design-space detail.
+INSPECT_MODES = ("operator", "loose-sketch", "sketch")
+TABLE_HEADERS = (
+    "#",
+    "task",
+    "weight",
+    "FLOPs",
+    "output",
+    "operator key",
+    "op cluster",
+    "loose cluster",
+    "sketch key",
+    "sketch cluster",
+)
+
+
+@dataclass
+class Inspection:
+    model: str
+    target: Target
+    representative_rule: str
+    split_heavier_than: float
+    inputs: list[InputSpec]
+    tasks: list[Task]
+    by_mode: dict[str, list[Cluster]]  # clusters of every mode in INSPECT_MODES, in that order
+    elapsed_s: float
+
+
+def inspect_model(
+    model: str, target_spec: str, input_shape: list[str] | None, rule: str, split_heavier_than: float
+) -> Inspection:
+    """Import the model, extract its tasks and cluster them in every mode."""
+    start = time.perf_counter()
+    try:  # the tuner's own checks of these settings, before the model is imported
+        TuneSettings(representative_rule=rule, split_heavier_than=split_heavier_than)
+    except ValueError as err:
+        raise BcdError(str(err)) from err
+    target = parse_target(target_spec)
+    imported = import_model(model, parse_input_shapes(input_shape))
+    tasks = extract_tasks(imported.relax_mod, target)
+    by_mode = {
+        mode: cluster_tasks(tasks, mode, rule=rule, split_heavier_than=split_heavier_than) for mode in INSPECT_MODES
+    }
+    return Inspection(
+        model=model,
+        target=target,
+        representative_rule=rule,
+        split_heavier_than=split_heavier_than,
+        inputs=imported.inputs,
+        tasks=tasks,
+        by_mode=by_mode,
+        elapsed_s=time.perf_counter() - start,
+    )
+
+
+# -- JSON ---------------------------------------------------------------------------------
+def _json_name(mode: str) -> str:
+    return mode.replace("-", "_")
+
+
+def _task_json(inspection: Inspection, task: Task) -> dict[str, Any]:
+    """A task's keys, then its cluster id in every mode, then whether it represents it."""
+    clusters = {mode: cluster_of(found, task.index) for mode, found in inspection.by_mode.items()}
+    return {
+        "index": task.index,
+        "name": task.name,
+        "weight": task.weight,
+        "flops": task.flops,
+        "shapes": task.shapes,
+        "operator_key": task.operator_key,
+        "sketch_key": task.sketch_key,
+        "loose_sketch_key": task.loose_sketch_key,
+        **{f"{_json_name(mode)}_cluster": cluster.id for mode, cluster in clusters.items()},
+        **{
+            f"{_json_name(mode)}_representative": cluster.representative == task.index
+            for mode, cluster in clusters.items()
+        },
+    }
+
+
+def _cluster_json(cluster: Cluster) -> dict[str, Any]:
+    return {"id": cluster.id, "key": cluster.key, "members": cluster.members, "representative": cluster.representative}
+
+
+def inspection_json(inspection: Inspection) -> dict[str, Any]:
+    """`bcd inspect --json`'s payload."""
+    return {
+        "model": str(inspection.model),
+        "target": json.loads(str(inspection.target)),
+        "representative_rule": inspection.representative_rule,
+        "split_heavier_than": inspection.split_heavier_than,
+        "inputs": [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype} for s in inspection.inputs],
+        "tasks": [_task_json(inspection, t) for t in inspection.tasks],
+        "clusters": {mode: [_cluster_json(c) for c in clusters] for mode, clusters in inspection.by_mode.items()},
+    }
+
+
+# -- table view ---------------------------------------------------------------------------
+def summary_lines(inspection: Inspection) -> list[str]:
+    """Model and inputs, target, and the task count and total work."""
+    tasks = inspection.tasks
+    inputs = ", ".join(f"{s.name} {list(s.shape)} {s.dtype}" for s in inspection.inputs)
+    weights = sum(t.weight for t in tasks)
+    total_flops = sum(t.flops * t.weight for t in tasks)
+    return [
+        f"model   {inspection.model}  ({inputs})",
+        f"target  {describe_target(inspection.target)}",
+        f"tasks   {len(tasks)} (sum of weights {weights}), {format_flops(total_flops)}FLOP per run",
+    ]
+
+
+def _cluster_cell(inspection: Inspection, mode: str, index: int) -> str:
+    """`C<id>`, starred where the task represents a cluster with other members."""
+    cluster = cluster_of(inspection.by_mode[mode], index)
+    return f"C{cluster.id}{'*' if cluster.representative == index and cluster.size > 1 else ''}"
+
+
+def task_rows(inspection: Inspection) -> list[list[Any]]:
+    """One row per task, in TABLE_HEADERS' columns."""
+    return [
+        [
+            t.index,
+            t.name,
+            t.weight,
+            format_flops(t.flops),
+            "x".join(str(d) for d in t.shapes[-1]) if t.shapes else "",
+            t.operator_key,
+            _cluster_cell(inspection, "operator", t.index),
+            _cluster_cell(inspection, "loose-sketch", t.index),
+            t.sketch_key,
+            _cluster_cell(inspection, "sketch", t.index),
+        ]
+        for t in inspection.tasks
+    ]
+
+
+def cluster_lines(inspection: Inspection, mode: str) -> list[str]:
+    """A mode's heading (after a blank line), then one line per cluster."""
+    clusters = inspection.by_mode[mode]
+    lines = [
+        f"\n{mode} clustering: {len(clusters)} clusters "
+        f"({sum(1 for c in clusters if c.size > 1)} with members; * marks the representative)"
+    ]
+    lines += [
+        f"  C{cluster.id:<3} {cluster.key:<28} size {cluster.size:<3} "
+        f"representative #{cluster.representative} {inspection.tasks[cluster.representative].name}"
+        for cluster in clusters
+    ]
+    return lines
