@@ -360,12 +360,7 @@ def _add_tuning_options(parser: argparse.ArgumentParser, *fields: str, exclude: 
             _add_option(parser, option)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bcd", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"bcd {__version__}")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: TVM's too)")
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _add_inspect_command(sub: Any) -> None:
     inspect = sub.add_parser("inspect", help="list a model's tuning tasks and clusters")
     inspect.add_argument("model")
     _add_model_options(inspect)
@@ -373,6 +368,8 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("--json", action="store_true", help="machine-readable output")
     inspect.set_defaults(func=cmd_inspect)
 
+
+def _add_tune_command(sub: Any) -> None:
     tune = sub.add_parser("tune", help="tune a model; re-running the same command resumes it")
     tune.add_argument("model")
     _add_model_options(tune)
@@ -386,6 +383,8 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--no-check", action="store_true", help="with --out: skip the onnxruntime check")
     tune.set_defaults(func=cmd_tune)
 
+
+def _add_bench_command(sub: Any) -> None:
     bench = sub.add_parser("bench", help="stock MetaSchedule vs BCD on the same models and budget")
     bench.add_argument("model", nargs="+")
     _add_model_options(bench)
@@ -402,6 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--runs", type=int, default=50, help="runs for each measured latency")
     bench.set_defaults(func=cmd_bench, strategy=TUNE_DEFAULTS.strategy)  # --strategies picks
 
+
+def _add_export_command(sub: Any) -> None:
     export = sub.add_parser("export", help="compile the tuned model from the records into a shared library")
     export.add_argument("--db", required=True)
     export.add_argument("--out", required=True)
@@ -411,12 +412,16 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--runs", type=int, default=20)
     export.set_defaults(func=cmd_export)
 
+
+def _add_report_command(sub: Any) -> None:
     report = sub.add_parser("report", help="write a session's HTML report with plots, and CSV/JSON records")
     report.add_argument("--db", required=True)
     report.add_argument("--out", required=True, help="folder for report.html, trials.csv, tasks.csv, report.json")
     report.add_argument("--session", type=int, help="session id (default: the newest)")
     report.set_defaults(func=cmd_report)
 
+
+def _add_check_and_run_commands(sub: Any) -> None:
     for name, compare, text in (
         ("check", True, "run a compiled module and compare it with onnxruntime"),
         ("run", False, "run a compiled module on random input and time it"),
@@ -430,6 +435,8 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
         cmd.set_defaults(func=lambda a, compare=compare: cmd_check(a, compare))
 
+
+def _add_db_command(sub: Any) -> None:
     db = sub.add_parser("db", help="records database utilities")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     for name, text in (
@@ -442,6 +449,20 @@ def build_parser() -> argparse.ArgumentParser:
     sessions = db_sub.add_parser("sessions", help="list the sessions in a store")
     sessions.add_argument("--db", required=True)
     db.set_defaults(func=cmd_db)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bcd", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"bcd {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: TVM's too)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_inspect_command(sub)
+    _add_tune_command(sub)
+    _add_bench_command(sub)
+    _add_export_command(sub)
+    _add_report_command(sub)
+    _add_check_and_run_commands(sub)
+    _add_db_command(sub)
     return parser
 
 
