@@ -32,21 +32,18 @@ from __future__ import annotations
 
 import logging
 import time
-from functools import cached_property
 from typing import Any
 
-import tvm_ffi
 from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
-from tvm.s_tir.schedule import Trace
 
-from bcd_core.clustering import Cluster, cluster_tasks
+from bcd_core.clustering import Cluster
 from bcd_core.cost_model.phased import python_model
-from bcd_core.diffusion import diffuse
 from bcd_core.tuning.driver import drive
-from bcd_core.tuning.priors import MIN_IMPROVEMENT, distinct_programs, faster_per_flop
+from bcd_core.tuning.phased_priors import PlanPriors
+from bcd_core.tuning.phased_restore import PlanRestore
+from bcd_core.tuning.priors import MIN_IMPROVEMENT
 from bcd_core.tuning.session import TuningRun
-from bcd_core.tuning.settings import AUTO_CLUSTER_PRIORS_MIN_TASKS
 from bcd_core.tuning.steering import ClusterSteering, honour_control
 
 log = logging.getLogger("bcd.tuning.bcd")
@@ -74,7 +71,7 @@ def stalled_rounds(history: list[float]) -> int:
     return stalled
 
 
-class BcdPlan(ClusterSteering):
+class BcdPlan(PlanRestore, PlanPriors, ClusterSteering):
     """The strategy's state: phases, priors and budgets, over the steered clusters."""
 
     def __init__(self, run: TuningRun) -> None:
@@ -102,58 +99,7 @@ class BcdPlan(ClusterSteering):
         self._restore_representative_best_at_diffusion()
         run.batch_hooks.append(self.after_batch)
 
-    # -- clusters ---------------------------------------------------------------------------
-    def _restore_from_store(self) -> None:
-        """On resume: which members were diffused already, and from which programs."""
-        index_of_row = {row_id: index for index, row_id in self.run.task_row_ids.items()}
-        for trial in self.run.store.trials(self.run.session_id):
-            if trial["origin"] == "diffused" and trial["source_trial_id"] is not None:
-                index = index_of_row[trial["task_id"]]
-                self.diffused_from.setdefault(index, set()).add(trial["source_trial_id"])
-        for row in self.run.store.tasks(self.run.session_id):
-            if row["fallback"]:
-                self.diffused_from.setdefault(row["idx"], set())
-                self.fallbacks.add(row["idx"])
-
-    def _restore_phase_one_cuts(self) -> None:
-        """On resume: a representative short of its phase-1 rounds whose members were diffused
-        already had its phase 1 cut; a better program found since (phase 3) must not reopen it."""
-        if not self.settings.phase_one_patience:
-            return
-        for cluster in self.clusters:
-            if any(member in self.diffused_from for member in cluster.followers()):
-                self.phase_one_cut.add(cluster.representative)
-
-    def _restore_representative_best_at_diffusion(self) -> None:
-        """On resume: each member's representative's best latency when the member last
-        received programs (its latest diffused batch), so that a representative that improved
-        since still earns the member a refresh round (`refresh_improvement`)."""
-        trials = self.run.store.trials(self.run.session_id)  # in the order they were measured
-        index_of_row = {row_id: index for index, row_id in self.run.task_row_ids.items()}
-        latest: dict[int, tuple[int, int]] = {}  # member -> (round, first trial id) of its last diffusion
-        measured: dict[int, list[tuple[int, float]]] = {}  # task index -> (trial id, latency)
-        for trial in trials:
-            index = index_of_row.get(trial["task_id"])
-            if index is None:
-                continue
-            if trial["latency_s"] is not None:
-                measured.setdefault(index, []).append((trial["id"], trial["latency_s"]))
-            if trial["origin"] == "diffused" and (index not in latest or latest[index][0] != trial["round"]):
-                latest[index] = (trial["round"], trial["id"])
-        tasks = self.run.tasks
-        for member, (_, first_id) in latest.items():
-            cluster = self.cluster_of(member)
-            if cluster.size < 2 or (member == cluster.representative and not self.cluster_priors):
-                continue
-            scale = 1.0
-            before = []
-            for source in self.prior_sources(member):
-                if self.cluster_priors:  # per FLOP, scaled to the member (source_best)
-                    scale = max(tasks[member].flops, 1.0) / max(tasks[source].flops, 1.0)
-                before += [latency * scale for trial_id, latency in measured.get(source, []) if trial_id < first_id]
-            if before:
-                self.representative_best_at_diffusion[member] = min(before)
-
+    # -- phases -----------------------------------------------------------------------------
     def is_minor(self, cluster: Cluster) -> bool:
         """A cluster too small a share of the model's work to pay full phase-1/2 rounds for."""
         total = self.total_weighted_flops
@@ -234,67 +180,6 @@ class BcdPlan(ClusterSteering):
                 f"still reach every member; representatives get {self.phase_one_scale:.0%} of those rounds "
                 "(at least one). Raise --trials-per-task for the full schedule",
             )
-
-    # -- the prior ------------------------------------------------------------------------
-    def prior(self, representative: int) -> list[tuple[int, Trace]]:
-        """Top-k distinct measured programs of the representative (refreshed every call)."""
-        run = self.run
-        rows = run.store.top_records(run.workload_ids[representative], run.target_key, 8 * self.settings.prior_top_k)
-        return distinct_programs(run, rows, self.settings.prior_top_k)
-
-    @property
-    def cluster_priors(self) -> bool:
-        source = self.settings.prior_source
-        if source == "auto":
-            return self.largest_cluster_size >= AUTO_CLUSTER_PRIORS_MIN_TASKS
-        return source == "cluster"
-
-    def announce_prior_source(self) -> None:
-        if self.settings.prior_source == "auto":
-            chosen = "the whole cluster" if self.cluster_priors else "the representative"
-            self.run.message(
-                "info",
-                f"prior source auto: diffusing from {chosen} (the largest cluster with 1 % of the work or more has "
-                f"{self.largest_cluster_size} tasks; {AUTO_CLUSTER_PRIORS_MIN_TASKS} or more diffuse from the whole "
-                "cluster)",
-            )
-
-    @cached_property  # fixed for the session, and asked for whenever a prior is
-    def largest_cluster_size(self) -> int:
-        """Tasks in the model's largest cluster that is not minor (reshapes and the like can be
-        many, with no work). Of the model's own clustering (no user moves, no splits): so that
-        "auto" means one thing for a session from its start to its resume."""
-        own = cluster_tasks(self.run.tasks, self.settings.cluster_mode)
-        return max((cluster.size for cluster in own if not self.is_minor(cluster)), default=0)
-
-    def prior_sources(self, task_index: int) -> list[int]:
-        """The tasks whose programs are diffused into `task_index`: its representative, or
-        with prior source "cluster" every other task of its cluster."""
-        cluster = self.cluster_of(task_index)
-        if self.cluster_priors:
-            return [m for m in cluster.members if m != task_index]
-        return [cluster.representative]
-
-    def prior_for(self, task_index: int) -> list[tuple[int, Trace]]:
-        """The programs diffused into `task_index` next. From several sources, the top-k by
-        time per FLOP (tasks of one cluster differ in size), only those faster per FLOP than
-        the task's own best: the others would not beat what it has."""
-        sources = self.prior_sources(task_index)
-        if not self.cluster_priors:
-            return self.prior(sources[0])
-        return faster_per_flop(self.run, task_index, sources, self.settings.prior_top_k)
-
-    def source_best(self, task_index: int) -> float | None:
-        """The best of the programs `task_index` draws on: its representative's best latency,
-        or with cluster priors the best time per FLOP among its sources, scaled to its FLOPs."""
-        run = self.run
-        if not self.cluster_priors:
-            return run.best.get(self.cluster_of(task_index).representative)
-        flops = max(run.tasks[task_index].flops, 1.0)
-        scaled = [
-            run.best[s] * flops / max(run.tasks[s].flops, 1.0) for s in self.prior_sources(task_index) if s in run.best
-        ]
-        return min(scaled, default=None)
 
     # -- choosing the next task -----------------------------------------------------------
     def available(self, task_index: int) -> bool:
@@ -380,17 +265,6 @@ class BcdPlan(ClusterSteering):
         work = run.tasks[task_index].weight * best
         return (0.0, max(improvement, self.refresh_improvement(task_index)) * work)
 
-    def refresh_improvement(self, task_index: int) -> float:
-        """A member's representative's relative improvement since the member's last diffusion
-        (with cluster priors: its sources', per FLOP)."""
-        if not self.receives_diffusion(task_index):
-            return 0.0
-        then = self.representative_best_at_diffusion.get(task_index)
-        now = self.source_best(task_index)
-        if then is None or now is None or task_index in self.fallbacks or not then > now:
-            return 0.0
-        return (then - now) / then
-
     def choose_cost_model(self, task_index: int) -> None:
         """Phase 3 ranks with MetaSchedule's model where the settings say so (phased.py)."""
         model = python_model(self.run.cost_model)
@@ -409,77 +283,6 @@ class BcdPlan(ClusterSteering):
 
     def should_explore(self, task_index: int) -> bool:
         return stalled_rounds(self.run.best_history.get(task_index, [])) >= EXPLORE_AFTER_STALLS
-
-    # -- diffusion ------------------------------------------------------------------------
-    def receives_diffusion(self, task_index: int) -> bool:
-        """A member does; with cluster priors, so does a representative past its phase 1."""
-        cluster = self.cluster_of(task_index)
-        if cluster.size < 2:
-            return False
-        if task_index != cluster.representative:
-            return True
-        return self.cluster_priors and self.in_phase_three(task_index)
-
-    def diffusion_batch(self, task_index: int, count: int) -> list[ms.MeasureCandidate] | None:
-        """Diffused candidates for a task that needs them now, else None."""
-        cluster = self.cluster_of(task_index)
-        if not self.receives_diffusion(task_index):
-            return None
-        is_member = task_index != cluster.representative
-        received = self.diffused_from.get(task_index)
-        if self.cluster_priors and received is not None and self.refresh_improvement(task_index) < MIN_IMPROVEMENT:
-            # Its sources have not got better since its last diffusion: search instead. Per
-            # FLOP, some tasks are slower whatever their programs (a first convolution with 3
-            # input channels); without this they would take every new program of a faster
-            # one and never search on their own.
-            return None
-        priors = self.prior_for(task_index)
-        if received is not None:
-            priors = [p for p in priors if p[0] not in received]  # refresh: only new best programs
-            if not priors:
-                return None
-        elif not priors:
-            return None  # the representative has no valid program yet: plain search
-        context = self.run.contexts[task_index]
-        sketches = self.sketches[task_index]
-        seed = self.settings.seed * 7919 + task_index * 101 + self.run.round
-        # One program from each prior program before a second adaptation of any: which of the
-        # representative's programs suits a member's shape varies a lot.
-        result = diffuse(context, sketches, priors, count, seed, seen=set(), spread=True)
-        self.diffused_from.setdefault(task_index, set()).update(p[0] for p in priors)
-        source_best = self.source_best(task_index)
-        if source_best is not None:
-            self.representative_best_at_diffusion[task_index] = source_best
-        if result.matched_sketch is None:
-            if is_member and received is None:
-                self.fallback(task_index, cluster)
-            return None
-        if received is None and is_member:  # first diffusion: the seeded round searches the matched sketch only
-            self.searches[task_index].restrict_to(result.matched_sketch)
-        for program in result.programs:
-            key = int(tvm_ffi.structural_hash(program.schedule.mod))
-            self.run.provenance[key] = (program.source_trial_id, program.adaptation)
-        if not result.programs:
-            self.run.message(
-                "warning",
-                f"{self.run.tasks[task_index].name}: every diffused program was invalid "
-                f"({result.rejected} rejected); searching from scratch in the matched sketch",
-                task_index,
-            )
-            return None
-        return [program.candidate() for program in result.programs]
-
-    def fallback(self, task_index: int, cluster: Cluster) -> None:
-        task = self.run.tasks[task_index]
-        rep = self.run.tasks[cluster.representative]
-        self.fallbacks.add(task_index)
-        self.run.store.update_task(self.run.task_row_ids[task_index], fallback=1, status="fallback")
-        self.searches[task_index].search_full_space()
-        self.run.message(
-            "fallback",
-            f"{task.name}: no sketch matches the prior of {rep.name}; searching its full design space",
-            task_index,
-        )
 
     def after_batch(self, task_index: int, trials: list[Any], trial_ids: list[int]) -> None:
         diffused = [(t, i) for t, i in zip(trials, trial_ids) if t.origin == "diffused"]
