@@ -134,6 +134,68 @@ def settings_of_session(session: dict[str, Any], base: TuneSettings) -> TuneSett
     return replace(base, **{"strategy": session["strategy"], **stored_identity(session)})
 
 
+def task_rows(prepared: PreparedModel, database: SqliteDatabase, budget: int) -> list[dict[str, Any]]:
+    """The store's rows for a new session's tasks, with their clusters and workloads."""
+    rows = []
+    for task in prepared.tasks:
+        cluster = cluster_of(prepared.clusters, task.index)
+        rows.append(
+            {
+                "idx": task.index,
+                "name": task.name,
+                "weight": task.weight,
+                "flops": task.flops,
+                "shapes": task.shapes,
+                "dtypes": task.dtypes,
+                "operator_key": task.operator_key,
+                "sketch_key": task.sketch_key,
+                "num_sketches": task.num_sketches,
+                "cluster_id": cluster.id,
+                "cluster_key": cluster.key,
+                "is_representative": int(cluster.representative == task.index),
+                "workload_id": database.commit_workload_id(task.mod),
+                "budget": budget,
+                "status": "queued",
+            }
+        )
+    return rows
+
+
+def check_same_tasks(store: RecordStore, session_id: int, tasks: Sequence[Task]) -> None:
+    """Refuse a stored session whose tasks differ from this extraction's."""
+    stored = [row["name"] for row in store.tasks(session_id)]
+    current = [task.name for task in tasks]
+    if stored != current:
+        raise StoreError(
+            f"session {session_id} in {store.path} was tuned with different tasks "
+            f"({len(stored)} stored vs {len(current)} now; was TVM upgraded?). Use --new-session"
+        )
+
+
+def measurement_outcome(built: Any, ran: Any) -> tuple[str | None, list[float] | None]:
+    """(error, run seconds) of one candidate: the build's error, else the run's; a run
+    timed at FAILED_RUN_SECS or more has no valid time."""
+    error = None
+    if built.error_msg:
+        error = "build: " + str(built.error_msg)
+    elif ran.error_msg:
+        error = "run: " + str(ran.error_msg)
+    run_secs = _seconds(ran.run_secs) if error is None and ran.run_secs is not None else None
+    if run_secs is not None and any(s >= FAILED_RUN_SECS for s in run_secs):
+        run_secs, error = None, "run: no valid run time"
+    return error, run_secs
+
+
+def batch_metrics_row(
+    round_number: int, task_row_id: int, predicted: list[float] | None, trials: list[TrialRow]
+) -> dict[str, Any] | None:
+    """How well the cost model's scores ranked the batch (None: it scored nothing)."""
+    if not predicted:
+        return None
+    throughput = [(1.0 / t.latency_s) if t.latency_s else 0.0 for t in trials]
+    return {"round": round_number, "task_id": task_row_id, **batch_metrics(predicted, throughput)}
+
+
 class TuningRun:
     """One run of a session in this process: owns the clock, budgets, records and events."""
 
@@ -205,7 +267,7 @@ class TuningRun:
             existing = self.store.find_session(imported.sha256, self.target_key, self.settings.strategy, identity)
         if existing is not None:
             check_resumable(existing, imported, self.target_key, self.settings)
-            self._check_same_tasks(existing["id"])
+            check_same_tasks(self.store, existing["id"], self.tasks)
             if existing["status"] != SESSION_COMPLETED:
                 self.store.claim_session(existing["id"])
             return existing["id"], True
@@ -217,42 +279,8 @@ class TuningRun:
             strategy=self.settings.strategy,
             settings=identity,
         )
-        self.store.add_tasks(session_id, self._task_rows())
+        self.store.add_tasks(session_id, task_rows(self.prepared, self.database, self.settings.trials_per_task))
         return session_id, False
-
-    def _task_rows(self) -> list[dict[str, Any]]:
-        rows = []
-        for task in self.tasks:
-            cluster = cluster_of(self.prepared.clusters, task.index)
-            rows.append(
-                {
-                    "idx": task.index,
-                    "name": task.name,
-                    "weight": task.weight,
-                    "flops": task.flops,
-                    "shapes": task.shapes,
-                    "dtypes": task.dtypes,
-                    "operator_key": task.operator_key,
-                    "sketch_key": task.sketch_key,
-                    "num_sketches": task.num_sketches,
-                    "cluster_id": cluster.id,
-                    "cluster_key": cluster.key,
-                    "is_representative": int(cluster.representative == task.index),
-                    "workload_id": self.database.commit_workload_id(task.mod),
-                    "budget": self.settings.trials_per_task,
-                    "status": "queued",
-                }
-            )
-        return rows
-
-    def _check_same_tasks(self, session_id: int) -> None:
-        stored = [row["name"] for row in self.store.tasks(session_id)]
-        current = [task.name for task in self.tasks]
-        if stored != current:
-            raise StoreError(
-                f"session {session_id} in {self.store.path} was tuned with different tasks "
-                f"({len(stored)} stored vs {len(current)} now; was TVM upgraded?). Use --new-session"
-            )
 
     # -- clock, budgets, events -----------------------------------------------------------
     def elapsed(self) -> float:
@@ -367,27 +395,13 @@ class TuningRun:
         self._update_task_progress(task_index, trials)
         estimate = estimated_latency(self.tasks, self.best)
         timeline = self._timeline_row(task_index, elapsed, trials, failed, estimate)
-        metrics = self._batch_metrics(task_index, predicted, trials)
+        metrics = batch_metrics_row(self.round, self.task_row_ids[task_index], predicted, trials)
         trial_ids = self.store.record_round(self.session_id, trials, timeline, metrics, self.bookkeeping_s)
         for hook in self.batch_hooks:
             hook(task_index, trials, trial_ids)
         if task_index not in self.best and self.rounds_per_task[task_index] >= ROUNDS_BEFORE_GIVING_UP:
             self.give_up(task_index, [t.error for t in trials if t.error])
         self._emit_round(task_index, len(trials), failed, estimate, elapsed)
-
-    @staticmethod
-    def _measurement_outcome(built: Any, ran: Any) -> tuple[str | None, list[float] | None]:
-        """(error, run seconds) of one candidate: the build's error, else the run's; a run
-        timed at FAILED_RUN_SECS or more has no valid time."""
-        error = None
-        if built.error_msg:
-            error = "build: " + str(built.error_msg)
-        elif ran.error_msg:
-            error = "run: " + str(ran.error_msg)
-        run_secs = _seconds(ran.run_secs) if error is None and ran.run_secs is not None else None
-        if run_secs is not None and any(s >= FAILED_RUN_SECS for s in run_secs):
-            run_secs, error = None, "run: no valid run time"
-        return error, run_secs
 
     def _trial_row(
         self,
@@ -400,7 +414,7 @@ class TuningRun:
         predicted_score: float | None,
     ) -> TrialRow:
         """One measured candidate as the store keeps it, with its origin."""
-        error, run_secs = self._measurement_outcome(built, ran)
+        error, run_secs = measurement_outcome(built, ran)
         record = ms.database.TuningRecord(
             candidate.sch.trace, workload, run_secs or [FAILED_RUN_SECS], self.target, candidate.args_info
         )
@@ -445,15 +459,6 @@ class TuningRun:
             "best_task_latency_s": self.best.get(task_index),
             "estimated_latency_s": estimate,
         }
-
-    def _batch_metrics(
-        self, task_index: int, predicted: list[float] | None, trials: list[TrialRow]
-    ) -> dict[str, Any] | None:
-        """How well the cost model's scores ranked the batch (None: it scored nothing)."""
-        if not predicted:
-            return None
-        throughput = [(1.0 / t.latency_s) if t.latency_s else 0.0 for t in trials]
-        return {"round": self.round, "task_id": self.task_row_ids[task_index], **batch_metrics(predicted, throughput)}
 
     def _emit_round(
         self, task_index: int, batch_size: int, failed: int, estimate: float | None, elapsed: float
