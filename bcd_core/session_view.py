@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bcd_core.errors import StoreError
+from bcd_core.records.states import SessionStatus, TaskStatus
 from bcd_core.records.store import RecordStore
 
 # The states a task goes through, in the order a user sees them.
-TASK_STATES = ("queued", "tuning", "diffused", "refining", "done", "skipped", "fallback")
+TASK_STATES = tuple(TaskStatus)
 
 
 @dataclass
@@ -132,11 +133,11 @@ def _grouped(store: RecordStore, sql: str, params: list[Any]) -> list[tuple]:
 
 
 def _display_status(row: dict[str, Any], trials: int, cap: int | None, session_status: str) -> str:
-    status = row["status"] or "queued"
-    if status in ("skipped", "fallback"):
+    status = TaskStatus(row["status"] or TaskStatus.QUEUED)
+    if status in (TaskStatus.SKIPPED, TaskStatus.FALLBACK):
         return status
-    if (cap is not None and trials >= cap) or (session_status == "completed" and trials > 0):
-        return "done"
+    if (cap is not None and trials >= cap) or (session_status == SessionStatus.COMPLETED and trials > 0):
+        return TaskStatus.DONE
     return status
 
 
@@ -411,7 +412,7 @@ def preview_snapshot(
             cluster_key=position_of[t.index][1],
             is_representative=representative_of.get(position_of[t.index][1]) == t.index,
             cap=None,
-            status="queued",
+            status=TaskStatus.QUEUED,
         )
         for t in tasks
     ]

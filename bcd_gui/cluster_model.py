@@ -12,6 +12,7 @@ from PySide6.QtCore import QAbstractItemModel, QByteArray, QMimeData, QModelInde
 from PySide6.QtGui import QBrush, QColor, QFont
 
 from bcd_core.formatting import format_flops, format_latency
+from bcd_core.records.states import BUSY_TASK_STATES, TaskStatus
 from bcd_core.session_view import SessionSnapshot, TaskView
 from bcd_core.tuning.control import ControlRequest
 
@@ -19,12 +20,12 @@ COLUMNS = ("Task", "Trials", "Best", "Speedup", "Status", "Origin", "Weight", "F
 COL_STATUS = COLUMNS.index("Status")
 NUMERIC_COLUMNS = {COLUMNS.index(name) for name in ("Trials", "Best", "Speedup", "Weight", "FLOPs")}
 STATUS_COLORS = {
-    "tuning": "#2f80ed",
-    "refining": "#2f80ed",
-    "diffused": "#9b51e0",
-    "done": "#27ae60",
-    "skipped": "#8a8f98",
-    "fallback": "#e67e22",
+    TaskStatus.TUNING: "#2f80ed",
+    TaskStatus.REFINING: "#2f80ed",
+    TaskStatus.DIFFUSED: "#9b51e0",
+    TaskStatus.DONE: "#27ae60",
+    TaskStatus.SKIPPED: "#8a8f98",
+    TaskStatus.FALLBACK: "#e67e22",
 }
 MIME_TYPE = "application/x-bcd-tree-item"
 Index = QModelIndex | QPersistentModelIndex
@@ -284,9 +285,9 @@ class ClusterTreeModel(QAbstractItemModel):
 
 def _cluster_status(tasks: list[TaskView]) -> str:
     states = {t.status for t in tasks}
-    if states <= {"done", "skipped"}:
-        return "done"
-    for busy in ("tuning", "refining", "diffused", "fallback"):
+    if states <= {TaskStatus.DONE, TaskStatus.SKIPPED}:
+        return TaskStatus.DONE
+    for busy in BUSY_TASK_STATES:
         if busy in states:
             return busy
-    return "queued"
+    return TaskStatus.QUEUED

@@ -39,6 +39,7 @@ from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.clustering import Cluster
 from bcd_core.cost_model.phased import python_model
+from bcd_core.records.states import EventKind, TaskStatus, TrialOrigin
 from bcd_core.tuning.driver import drive
 from bcd_core.tuning.phased_priors import PlanPriors
 from bcd_core.tuning.phased_restore import PlanRestore
@@ -148,7 +149,7 @@ class BcdPlan(PlanRestore, PlanPriors, ClusterSteering):
             # Sticky: a later improvement (in phase 3) must not send it back to phase 1.
             self.phase_one_cut.add(rep)
             self.run.message(
-                "info",
+                EventKind.INFO,
                 f"{self.run.tasks[rep].name}: phase 1 ends after {rounds} of "
                 f"{self.phase_one_limit(cluster)} rounds ({patience} in a row without a better "
                 "program); the rest of its rounds go to phase 3",
@@ -174,7 +175,7 @@ class BcdPlan(PlanRestore, PlanPriors, ClusterSteering):
         self.extended_phase_one_scale = 1.0 if extended <= allowed or extended == 0 else allowed / extended
         if self.phase_one_scale < 1.0:
             self.run.message(
-                "warning",
+                EventKind.WARNING,
                 f"the budget ({self.total_budget} trials) cannot pay min(|cluster|, "
                 f"{self.settings.representative_round_cap}) rounds per representative ({wanted} trials) and "
                 f"still reach every member; representatives get {self.phase_one_scale:.0%} of those rounds "
@@ -275,7 +276,7 @@ class BcdPlan(PlanRestore, PlanPriors, ClusterSteering):
         if not self.late_model_announced and model.model_for(name) is model.stock:
             self.late_model_announced = True
             self.run.message(
-                "info",
+                EventKind.INFO,
                 f"phase 3 ranks candidates with MetaSchedule's XGBModel from now on "
                 f"({model.stock.data_size} samples learnt)",
                 task_index,
@@ -285,7 +286,7 @@ class BcdPlan(PlanRestore, PlanPriors, ClusterSteering):
         return stalled_rounds(self.run.best_history.get(task_index, [])) >= EXPLORE_AFTER_STALLS
 
     def after_batch(self, task_index: int, trials: list[Any], trial_ids: list[int]) -> None:
-        diffused = [(t, i) for t, i in zip(trials, trial_ids) if t.origin == "diffused"]
+        diffused = [(t, i) for t, i in zip(trials, trial_ids) if t.origin == TrialOrigin.DIFFUSED]
         row_id = self.run.task_row_ids[task_index]
         if diffused:
             valid = [(t.latency_s, t.source_trial_id) for t, _ in diffused if t.latency_s is not None]
@@ -294,11 +295,11 @@ class BcdPlan(PlanRestore, PlanPriors, ClusterSteering):
                 first = self.run.store.tasks(self.run.session_id)[task_index]["diffused_best_s"] is None
                 if first:
                     self.run.store.update_task(
-                        row_id, diffused_best_s=best_latency, diffused_from_trial_id=source, status="diffused"
+                        row_id, diffused_best_s=best_latency, diffused_from_trial_id=source, status=TaskStatus.DIFFUSED
                     )
             return
         if task_index not in self.skipped:
-            self.set_status(task_index, "refining" if self.in_phase_three(task_index) else "tuning")
+            self.set_status(task_index, TaskStatus.REFINING if self.in_phase_three(task_index) else TaskStatus.TUNING)
 
     def in_phase_three(self, task_index: int) -> bool:
         """The task's next round is a phase-3 round: it is past its phase-2 rounds (a member)

@@ -12,6 +12,7 @@ from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.cost_model.phased import STOCK_WARMUP_SAMPLES, PhasedCostModel, python_model, stored_runner_result
 from bcd_core.cost_model.xgb import SharedXGBModel
+from bcd_core.records.states import EventKind
 from bcd_core.target import host_core_count
 from bcd_core.tuning.measure import make_builder, make_runner
 from bcd_core.tuning.options import PHASED
@@ -51,7 +52,7 @@ def retrain_from_store(run: TuningRun, model: ms.cost_model.PyCostModel) -> None
             model.pretrain(run.contexts[index], candidates, latencies)
     if not stock:
         model.train_full()
-    run.message("info", f"cost model retrained on {sum(len(t) for t in by_task.values())} stored trials")
+    run.message(EventKind.INFO, f"cost model retrained on {sum(len(t) for t in by_task.values())} stored trials")
 
 
 UNLIMITED = 10**9

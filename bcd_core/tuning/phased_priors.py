@@ -10,6 +10,7 @@ from tvm.s_tir.schedule import Trace
 
 from bcd_core.clustering import Cluster, cluster_tasks
 from bcd_core.diffusion import diffuse
+from bcd_core.records.states import EventKind, TaskStatus
 from bcd_core.tuning.priors import MIN_IMPROVEMENT, distinct_programs, faster_per_flop
 from bcd_core.tuning.settings import AUTO_CLUSTER_PRIORS_MIN_TASKS
 
@@ -37,7 +38,7 @@ class PlanPriors:
         if self.settings.prior_source == "auto":
             chosen = "the whole cluster" if self.cluster_priors else "the representative"
             self.run.message(
-                "info",
+                EventKind.INFO,
                 f"prior source auto: diffusing from {chosen} (the largest cluster with 1 % of the work or more has "
                 f"{self.largest_cluster_size} tasks; {AUTO_CLUSTER_PRIORS_MIN_TASKS} or more diffuse from the whole "
                 "cluster)",
@@ -142,7 +143,7 @@ class PlanPriors:
             self.run.provenance[key] = (program.source_trial_id, program.adaptation)
         if not result.programs:
             self.run.message(
-                "warning",
+                EventKind.WARNING,
                 f"{self.run.tasks[task_index].name}: every diffused program was invalid "
                 f"({result.rejected} rejected); searching from scratch in the matched sketch",
                 task_index,
@@ -154,10 +155,10 @@ class PlanPriors:
         task = self.run.tasks[task_index]
         rep = self.run.tasks[cluster.representative]
         self.fallbacks.add(task_index)
-        self.run.store.update_task(self.run.task_row_ids[task_index], fallback=1, status="fallback")
+        self.run.store.update_task(self.run.task_row_ids[task_index], fallback=1, status=TaskStatus.FALLBACK)
         self.searches[task_index].search_full_space()
         self.run.message(
-            "fallback",
+            EventKind.FALLBACK,
             f"{task.name}: no sketch matches the prior of {rep.name}; searching its full design space",
             task_index,
         )

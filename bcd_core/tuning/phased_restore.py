@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bcd_core.records.states import TrialOrigin
+
 
 class PlanRestore:
     """Restores BcdPlan's diffusion state from the session's stored trials and tasks. A mixin
@@ -11,7 +13,7 @@ class PlanRestore:
         """On resume: which members were diffused already, and from which programs."""
         index_of_row = {row_id: index for index, row_id in self.run.task_row_ids.items()}
         for trial in self.run.store.trials(self.run.session_id):
-            if trial["origin"] == "diffused" and trial["source_trial_id"] is not None:
+            if trial["origin"] == TrialOrigin.DIFFUSED and trial["source_trial_id"] is not None:
                 index = index_of_row[trial["task_id"]]
                 self.diffused_from.setdefault(index, set()).add(trial["source_trial_id"])
         for row in self.run.store.tasks(self.run.session_id):
@@ -42,7 +44,7 @@ class PlanRestore:
                 continue
             if trial["latency_s"] is not None:
                 measured.setdefault(index, []).append((trial["id"], trial["latency_s"]))
-            if trial["origin"] == "diffused" and (index not in latest or latest[index][0] != trial["round"]):
+            if trial["origin"] == TrialOrigin.DIFFUSED and (index not in latest or latest[index][0] != trial["round"]):
                 latest[index] = (trial["round"], trial["id"])
         tasks = self.run.tasks
         for member, (_, first_id) in latest.items():

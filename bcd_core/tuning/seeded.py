@@ -36,6 +36,7 @@ from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.cost_model.phased import python_model
 from bcd_core.diffusion import diffuse
+from bcd_core.records.states import EventKind, TaskStatus, TrialOrigin
 from bcd_core.tuning.driver import drive
 from bcd_core.tuning.first_round import module_hash, ranked_samples
 from bcd_core.tuning.metaschedule import evolutionary_search
@@ -103,13 +104,13 @@ class SeededPlan(ClusterSteering):
             if index is None:
                 continue
             rounds.setdefault((trial["round"], index), []).append(trial)
-            if trial["origin"] == "diffused" and trial["source_trial_id"] is not None:
+            if trial["origin"] == TrialOrigin.DIFFUSED and trial["source_trial_id"] is not None:
                 self.received.setdefault(index, set()).add(trial["source_trial_id"])
         best: dict[int, float] = {}
         for (_, index), trials in sorted(rounds.items()):
             latencies = [t["latency_s"] for t in trials if t["latency_s"]]
             best[index] = min([*latencies, best.get(index, math.inf)])
-            diffused = [t["latency_s"] or math.inf for t in trials if t["origin"] == "diffused"]
+            diffused = [t["latency_s"] or math.inf for t in trials if t["origin"] == TrialOrigin.DIFFUSED]
             self.note_diffusion_outcome(index, diffused, best[index])
 
     def note_diffusion_outcome(self, task_index: int, diffused: list[float], best: float) -> None:
@@ -221,7 +222,7 @@ class SeededPlan(ClusterSteering):
         if result.matched_sketch is None and task_index not in self.unmatched:
             self.unmatched.add(task_index)
             run.message(
-                "fallback",
+                EventKind.FALLBACK,
                 f"{run.tasks[task_index].name}: no sketch matches its cluster's programs; MetaSchedule's search alone "
                 "tunes it until one does",
                 task_index,
@@ -236,16 +237,18 @@ class SeededPlan(ClusterSteering):
     def after_batch(self, task_index: int, trials: list[Any], trial_ids: list[int]) -> None:
         """Status and provenance for the cluster tree: a task's first valid diffused program
         is what diffusion gave it (its latency then is kept beside its latency now)."""
-        diffused_latencies = [t.latency_s or math.inf for t in trials if t.origin == "diffused"]
+        diffused_latencies = [t.latency_s or math.inf for t in trials if t.origin == TrialOrigin.DIFFUSED]
         self.note_diffusion_outcome(task_index, diffused_latencies, self.run.best.get(task_index, math.inf))
         if task_index in self.skipped:
             return
-        diffused = [(t.latency_s, t.source_trial_id) for t in trials if t.origin == "diffused" and t.latency_s]
-        fields: dict[str, Any] = {"status": "tuning"}
+        diffused = [
+            (t.latency_s, t.source_trial_id) for t in trials if t.origin == TrialOrigin.DIFFUSED and t.latency_s
+        ]
+        fields: dict[str, Any] = {"status": TaskStatus.TUNING}
         if diffused and task_index not in self.provenance_written:
             self.provenance_written.add(task_index)
             latency, source = min(diffused, key=lambda pair: pair[0])
-            fields.update(diffused_best_s=latency, diffused_from_trial_id=source, status="diffused")
+            fields.update(diffused_best_s=latency, diffused_from_trial_id=source, status=TaskStatus.DIFFUSED)
         self.run.store.update_task(self.run.task_row_ids[task_index], **fields)
 
 

@@ -27,9 +27,9 @@ from bcd_core.cost_model.phased import python_model
 from bcd_core.errors import BcdError, StoreError
 from bcd_core.model_import import ImportedModel, import_model
 from bcd_core.records.database import SqliteDatabase
+from bcd_core.records.states import EventKind, SessionStatus, TaskStatus
 from bcd_core.records.store import (
     FAILED_RUN_SECS,
-    SESSION_COMPLETED,
     RecordStore,
     TrialRow,
 )
@@ -155,7 +155,7 @@ def task_rows(prepared: PreparedModel, database: SqliteDatabase, budget: int) ->
                 "is_representative": int(cluster.representative == task.index),
                 "workload_id": database.commit_workload_id(task.mod),
                 "budget": budget,
-                "status": "queued",
+                "status": TaskStatus.QUEUED,
             }
         )
     return rows
@@ -268,7 +268,7 @@ class TuningRun:
         if existing is not None:
             check_resumable(existing, imported, self.target_key, self.settings)
             check_same_tasks(self.store, existing["id"], self.tasks)
-            if existing["status"] != SESSION_COMPLETED:
+            if existing["status"] != SessionStatus.COMPLETED:
                 self.store.claim_session(existing["id"])
             return existing["id"], True
         session_id = self.store.create_session(
@@ -301,7 +301,7 @@ class TuningRun:
     def message(self, kind: str, text: str, task_index: int | None = None) -> None:
         row_id = self.task_row_ids.get(task_index) if task_index is not None else None
         self.store.add_event(self.session_id, self.elapsed(), kind, text, row_id)
-        getattr(log, "warning" if kind in ("warning", "fallback") else "info")(text)
+        getattr(log, "warning" if kind in (EventKind.WARNING, EventKind.FALLBACK) else "info")(text)
         self.emit(SessionMessage(self.session_id, kind, text, task_index))
 
     def start(self) -> None:
@@ -312,7 +312,7 @@ class TuningRun:
         )
         verb = "resumed" if self.resumed else "started"
         self.message(
-            "info",
+            EventKind.INFO,
             f"session {self.session_id} {verb}: {len(self.tasks)} tasks, {self.settings.strategy}, "
             f"{describe_target(self.target)}, {self.trials_done}/{self.trials_total} trials done",
         )
@@ -370,12 +370,12 @@ class TuningRun:
 
     def _honour_control(self) -> None:
         if self.control.paused and not self.control.stop_requested:
-            self.message("info", "paused")
+            self.message(EventKind.INFO, "paused")
             self.paused_s += self.control.wait_while_paused()
             if not self.control.stop_requested:
-                self.message("info", "resumed")
+                self.message(EventKind.INFO, "resumed")
         if self.control.stop_requested:
-            self.message("info", "stopped by the user after a saved batch")
+            self.message(EventKind.INFO, "stopped by the user after a saved batch")
             self.stopped_from_callback = True
             raise StopTuning  # aborts tune_tasks; batches not yet joined were never committed
 
@@ -487,9 +487,9 @@ class TuningRun:
         self.given_up.add(task_index)
         first_lines = [error.splitlines()[0][:300] for error in errors if error.strip()] or ["no valid run time"]
         reason = max(set(first_lines), key=first_lines.count)
-        self.store.update_task(self.task_row_ids[task_index], status="skipped")
+        self.store.update_task(self.task_row_ids[task_index], status=TaskStatus.SKIPPED)
         self.message(
-            "warning",
+            EventKind.WARNING,
             f"{self.tasks[task_index].name}: skipped, all {self.trial_counts[task_index]} candidates failed "
             f"({reason}); check the target, or the builder/runner timeouts",
             task_index,

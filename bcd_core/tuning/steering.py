@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from bcd_core.clustering import Cluster, cluster_key, cluster_of, cluster_tasks
+from bcd_core.records.states import EventKind, TaskStatus
 from bcd_core.tuning.control import ControlRequest
 from bcd_core.tuning.session import TuningRun
 
@@ -36,7 +37,7 @@ class ClusterSteering:
 
     def _restore_budgets_and_skips(self) -> None:
         for row in self.run.store.tasks(self.run.session_id):
-            if row["status"] == "skipped":
+            if row["status"] == TaskStatus.SKIPPED:
                 self.skipped.add(row["idx"])
             if row["budget"] is not None and row["budget"] != self.settings.trials_per_task:
                 self.task_caps[row["idx"]] = row["budget"]  # a budget the user changed earlier
@@ -107,7 +108,7 @@ class ClusterSteering:
             self.run.store.set_total_budget(self.run.session_id, args["trials"])
         elif request.kind == "skip":
             self.skipped.add(args["task"])
-            self.set_status(args["task"], "skipped")
+            self.set_status(args["task"], TaskStatus.SKIPPED)
         elif request.kind == "move":
             key = args["cluster"] or f"{SINGLETON_PREFIX}{args['task']}"
             self.moved[args["task"]] = key
@@ -117,7 +118,7 @@ class ClusterSteering:
             self.recluster()
         else:
             raise ValueError(f"unknown control request {request.kind}")
-        self.run.message("control", f"applied {request.describe()}")
+        self.run.message(EventKind.CONTROL, f"applied {request.describe()}")
 
     def set_task_cap(self, task_index: int, trials: int) -> None:
         self.task_caps[task_index] = trials
@@ -141,19 +142,19 @@ def honour_control(steering: ClusterSteering) -> bool:
     started = time.perf_counter()
     control = run.control
     if control.paused and not control.stop_requested:
-        run.message("info", "paused")
+        run.message(EventKind.INFO, "paused")
         waited = control.wait_while_paused()
         run.paused_s += waited
         started += waited  # waiting is not bookkeeping
         if not control.stop_requested:
-            run.message("info", "resumed")
+            run.message(EventKind.INFO, "resumed")
     if control.stop_requested:
-        run.message("info", "stopped by the user at a round boundary")
+        run.message(EventKind.INFO, "stopped by the user at a round boundary")
         return False
     for request in control.take_pending():
         try:
             steering.apply(request)
         except Exception as err:  # a bad request must not end the session
-            run.message("warning", f"could not apply {request.describe()}: {err}")
+            run.message(EventKind.WARNING, f"could not apply {request.describe()}: {err}")
     run.bookkeeping_s += time.perf_counter() - started
     return True

@@ -12,13 +12,8 @@ from pathlib import Path
 
 from tvm.target import Target
 
-from bcd_core.records.store import (
-    SESSION_COMPLETED,
-    SESSION_FAILED,
-    SESSION_INTERRUPTED,
-    SESSION_STOPPED,
-    RecordStore,
-)
+from bcd_core.records.states import EventKind, SessionStatus
+from bcd_core.records.store import RecordStore
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import Listener, SessionFinished
 from bcd_core.tuning.measure import check_runner
@@ -52,12 +47,14 @@ def run_session(
     )
     store = RecordStore(db_path)
     run = TuningRun(store, prepared, settings, listeners, new_session, started, control, resume_session_id)
-    if run.resumed and run.session["status"] == SESSION_COMPLETED:
-        run.message("info", f"session {run.session_id} is already complete; nothing to tune (use --new-session)")
+    if run.resumed and run.session["status"] == SessionStatus.COMPLETED:
+        run.message(
+            EventKind.INFO, f"session {run.session_id} is already complete; nothing to tune (use --new-session)"
+        )
         run.emit(
             SessionFinished(
                 run.session_id,
-                SESSION_COMPLETED,
+                SessionStatus.COMPLETED,
                 run.trials_done,
                 estimated_latency(run.tasks, run.best),
                 float(run.session["elapsed_s"] or 0),
@@ -65,12 +62,12 @@ def run_session(
         )
         return run
     run.start()
-    status = SESSION_FAILED
+    status = SessionStatus.FAILED
     try:
         run_strategy(run)
-        status = SESSION_STOPPED if run.control.stop_requested else SESSION_COMPLETED
+        status = SessionStatus.STOPPED if run.control.stop_requested else SessionStatus.COMPLETED
     except KeyboardInterrupt:
-        status = SESSION_INTERRUPTED
+        status = SessionStatus.INTERRUPTED
         raise
     finally:
         run.finish(status)
