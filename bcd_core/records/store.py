@@ -25,13 +25,13 @@ import sqlite_utils
 
 from bcd_core import __version__
 from bcd_core.errors import StoreError
+from bcd_core.records.failed_run import FAILED_RUN_SECS as FAILED_RUN_SECS  # re-exported for callers
 
 log = logging.getLogger("bcd.records")
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x0BCD0001  # PRAGMA application_id: tells our files from foreign SQLite files
 BUSY_TIMEOUT_MS = 5000
 MAX_DAMAGE_CHARS = 160  # of SQLite's description of what is damaged where
-FAILED_RUN_SECS = 1e10  # what MetaSchedule's own databases store for a failed candidate
 # Covering indexes for what viewers read per session (session_view): trial counts and best
 # latency per task without reading the trials' traces, and the latest round at once.
 VIEW_INDEXES = {
