@@ -13,6 +13,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
 from bcd_core import __version__
+from bcd_core.records.states import SessionStatus
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             window.close()
             app.quit()
 
-        window.tuneFinished.connect(lambda result: finish(0 if result == "completed" else 1))
+        window.tuneFinished.connect(lambda result: finish(0 if result == SessionStatus.COMPLETED else 1))
         window.errorShown.connect(lambda _text: finish(1))
     if args.screenshot:
         QTimer.singleShot(

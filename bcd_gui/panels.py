@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from bcd_core.formatting import format_duration, format_flops, format_latency
 from bcd_core.model_import import parse_input_shapes
+from bcd_core.records.states import SessionStatus
 from bcd_core.session_view import Provenance, SessionSnapshot
 from bcd_core.tuning.options import Option, panel_options
 from bcd_core.tuning.settings import TuneSettings
@@ -260,7 +261,7 @@ class SessionsPanel(QWidget):
         row = self.table.currentRow()
         selected = self._sessions[row] if 0 <= row < len(self._sessions) else None
         self.open_button.setEnabled(selected is not None)
-        self.resume_button.setEnabled(selected is not None and selected["status"] != "completed")
+        self.resume_button.setEnabled(selected is not None and selected["status"] != SessionStatus.COMPLETED)
 
     def show_sessions(self, sessions: list[dict[str, Any]]) -> None:
         self._sessions = list(reversed(sessions))  # newest first

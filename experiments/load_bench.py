@@ -2,7 +2,7 @@
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python experiments/load_bench.py [--trials 100000] [--repeat 3]
 
-Writes a synthetic store (`bcd_core.records.synthetic`: a realistic BCD session, ~30 tasks)
+Writes a synthetic store (`tests/synthetic_store.py`: a realistic BCD session, ~30 tasks)
 into a temporary folder, then drives the real `MainWindow` on it:
 
 - open: open the store and show its session (snapshot, cluster tree, every plot), until the
@@ -36,12 +36,15 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+# The generator is test support (tests/synthetic_store.py), not part of the installed package;
+# appended so that nothing in tests/ can shadow an installed module.
+sys.path.append(str(REPO / "tests"))
 
 from PySide6.QtCore import QEvent, QItemSelection, QItemSelectionModel, QObject, QSettings  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
+from synthetic_store import generate_store  # noqa: E402
 
 from bcd_core.records.store import RecordStore  # noqa: E402
-from bcd_core.records.synthetic import generate_store  # noqa: E402
 from bcd_core.session_view import latest_round_predictions, load_snapshot, task_best_curve  # noqa: E402
 
 BOUND_S = 1.0  # the target for opening and for each redraw

@@ -19,6 +19,7 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.cost_model.metrics import pairwise_accuracy
+from bcd_core.records.failed_run import is_failed_run
 
 log = logging.getLogger("bcd.cost_model")
 
@@ -36,7 +37,7 @@ def _latency(result: Any) -> float | None:
     if result.error_msg or result.run_secs is None:
         return None
     secs = [float(getattr(s, "value", s)) for s in result.run_secs]
-    if not secs or min(secs) >= 1e9:
+    if is_failed_run(secs):
         return None
     return sum(secs) / len(secs)
 

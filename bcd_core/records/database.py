@@ -16,18 +16,17 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.meta_schedule.database import TuningRecord, Workload
 
-from bcd_core.records.store import FAILED_RUN_SECS, RecordStore, TrialRow
+from bcd_core.records.failed_run import FAILED_RUN_SECS, is_failed_run
+from bcd_core.records.store import RecordStore, TrialRow
 from bcd_core.target import target_key as make_target_key
 
 
 def run_secs_of(record: TuningRecord) -> list[float] | None:
-    """Seconds per run, or None for a failed candidate (MetaSchedule stores 1e10)."""
+    """Seconds per run, or None for a failed candidate."""
     if record.run_secs is None:
         return None
     secs = [float(s) for s in record.run_secs]
-    if not secs or any(s >= FAILED_RUN_SECS for s in secs):
-        return None
-    return secs
+    return None if is_failed_run(secs) else secs
 
 
 @derived_object

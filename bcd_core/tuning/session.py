@@ -27,9 +27,9 @@ from bcd_core.cost_model.phased import python_model
 from bcd_core.errors import BcdError, StoreError
 from bcd_core.model_import import ImportedModel, import_model
 from bcd_core.records.database import SqliteDatabase
+from bcd_core.records.failed_run import FAILED_RUN_SECS, is_failed_run
 from bcd_core.records.states import EventKind, SessionStatus, TaskStatus
 from bcd_core.records.store import (
-    FAILED_RUN_SECS,
     RecordStore,
     TrialRow,
 )
@@ -181,7 +181,7 @@ def measurement_outcome(built: Any, ran: Any) -> tuple[str | None, list[float] |
     elif ran.error_msg:
         error = "run: " + str(ran.error_msg)
     run_secs = _seconds(ran.run_secs) if error is None and ran.run_secs is not None else None
-    if run_secs is not None and any(s >= FAILED_RUN_SECS for s in run_secs):
+    if run_secs is not None and is_failed_run(run_secs):
         run_secs, error = None, "run: no valid run time"
     return error, run_secs
 

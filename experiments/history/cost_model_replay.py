@@ -26,6 +26,7 @@ from tvm.s_tir.meta_schedule.database import TuningRecord, Workload
 
 from bcd_core.cost_model.metrics import pairwise_accuracy, spearman
 from bcd_core.cost_model.xgb import FEATURE_WIDTH, SharedXGBModel, aggregate_features
+from bcd_core.records.failed_run import FAILED_RUN_SECS
 
 
 def featurize(db_path: str) -> list[dict[str, Any]]:
@@ -47,7 +48,7 @@ def featurize(db_path: str) -> list[dict[str, Any]]:
             contexts[row["workload_id"]] = ms.TuneContext(
                 mod=workload.mod, target=target, space_generator="post-order-apply", num_threads=2
             )
-        run_secs = json.loads(row["run_secs"]) if row["run_secs"] else [1e10]
+        run_secs = json.loads(row["run_secs"]) if row["run_secs"] else [FAILED_RUN_SECS]
         record = TuningRecord.from_json(
             [json.loads(row["trace"]), run_secs, None, json.loads(row["args_info"])], workload
         )

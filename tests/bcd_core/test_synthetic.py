@@ -7,10 +7,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from synthetic_store import generate_store
 
 from bcd_core.records import store as store_module
 from bcd_core.records.store import SUPERSEDED_INDEXES, VIEW_INDEXES, RecordStore, TrialRow
-from bcd_core.records.synthetic import generate_store
 from bcd_core.session_view import latest_round_predictions, load_snapshot, task_best_curve
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QItemSelection, QItemSelectionModel
 from PySide6.QtWidgets import QApplication
+from synthetic_store import generate_store
 
 from bcd_core.formatting import format_latency
 from bcd_core.records.store import RecordStore
-from bcd_core.records.synthetic import generate_store
 from bcd_gui.cluster_model import COLUMNS, ROLE_ITEM
 from bcd_gui.plots import TaskCurvesPlot
 

@@ -13,7 +13,9 @@ Latencies improve over each task's trials with noise, a heavy tail of slow progr
 failed builds; a timeline point and a cost-model metrics row per round, as `record_round`
 writes them.
 
-`python -m bcd_core.records.synthetic OUT.db --trials 100000` writes one from the shell.
+Test support, not part of the product: tests import it as `synthetic_store` (tests/ is on
+sys.path, see tests/conftest.py). `python tests/synthetic_store.py OUT.db --trials 100000`
+writes one from the shell (with bcd installed, as for the tests).
 """
 
 from __future__ import annotations
@@ -24,12 +26,16 @@ import hashlib
 import json
 import math
 import random
+import sqlite3
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bcd_core.records.store import SESSION_COMPLETED, RecordStore, now_iso
+import sqlite_utils
+
+from bcd_core.records.states import SessionStatus
+from bcd_core.records.store import RecordStore, now_iso
 
 TARGET = '{"kind":"llvm","tag":"","keys":["cpu"],"num-cores":2,"mcpu":"znver4"}'
 TARGET_KEY = '{"keys": ["cpu"], "kind": "llvm", "mcpu": "znver4", "num-cores": 2, "tag": ""}'
@@ -215,11 +221,72 @@ def generate_store(
 def _generate_session(
     store: RecordStore, trials: int, num_tasks: int, trials_per_round: int, rng: random.Random
 ) -> SyntheticSession:
+    # The order of the steps is the order of the draws from `rng`: a seed gives the same store.
     if trials < num_tasks:
         raise ValueError(f"need at least one trial per task ({num_tasks} tasks), got {trials}")
     tasks = _make_tasks(num_tasks, rng)
     model_hash = hashlib.sha256(f"synthetic-{num_tasks}-{rng.random()}".encode()).hexdigest()
     per_task_setting = math.ceil(trials / num_tasks)
+    session_id = _create_session(store, model_hash, trials_per_round, per_task_setting)
+    _add_tasks(store, session_id, tasks, per_task_setting, rng)
+    fallback_member = _assign_quotas(tasks, trials, rng)
+    rounds = _schedule(tasks, trials_per_round, rng)
+    trace_prefix, decision_pool = _trace_parts(rng)
+    first_id = int(store.db.execute("select coalesce(max(id), 0) from trials").fetchone()[0]) + 1
+    batch = _Batch(session_id, first_id, trace_prefix, decision_pool)
+    for number, (task, size, diffuse) in enumerate(rounds, start=1):
+        _measure_round(batch, tasks, number, task, size, diffuse, trials, rng)
+    estimate = sum(t.weight * t.best_s for t in tasks)
+    with store.transaction() as db:
+        _insert_rows(db.conn, batch)
+        _finish_tasks(db, tasks)
+        _insert_events(db.conn, batch, num_tasks, fallback_member)
+        db["sessions"].update(
+            session_id,
+            {
+                "status": SessionStatus.COMPLETED,
+                "ended_at": now_iso(),
+                "elapsed_s": batch.elapsed,
+                "trials_done": batch.done,
+                "estimated_latency_s": estimate,
+                "bookkeeping_s": batch.elapsed * 0.02,
+            },
+        )
+    return SyntheticSession(
+        path=store.path,
+        session_id=session_id,
+        trials=batch.done,
+        failed=batch.failed,
+        diffused=batch.diffused,
+        rounds=len(rounds),
+        trials_per_task={t.index: t.done for t in tasks},
+        best_per_task={t.index: t.best_s for t in tasks},
+        estimated_latency_s=estimate,
+        generate_s=0.0,
+        model_hash=model_hash,
+        task_names={t.index: t.name for t in tasks},
+    )
+
+
+@dataclass
+class _Batch:
+    """The session's rows, gathered in memory for one bulk insert, and its running totals."""
+
+    session_id: int
+    first_id: int  # the id the first trial will get
+    trace_prefix: str  # every trace starts with the same instructions
+    decision_pool: list[str]
+    created: str = field(default_factory=now_iso)
+    rows: list[tuple] = field(default_factory=list)
+    timeline: list[tuple] = field(default_factory=list)
+    metrics: list[tuple] = field(default_factory=list)
+    elapsed: float = 0.0
+    done: int = 0
+    failed: int = 0
+    diffused: int = 0
+
+
+def _create_session(store: RecordStore, model_hash: str, trials_per_round: int, per_task_setting: int) -> int:
     settings = {
         "cluster_mode": "sketch",
         "input_shapes": {},
@@ -231,7 +298,7 @@ def _generate_session(
         "trials_per_round": trials_per_round,
         "trials_per_task": per_task_setting,
     }
-    session_id = store.create_session(
+    return store.create_session(
         model_path="/models/synthetic_cnn.onnx",
         model_hash=model_hash,
         target=TARGET,
@@ -239,6 +306,10 @@ def _generate_session(
         strategy="bcd",
         settings=settings,
     )
+
+
+def _add_tasks(store: RecordStore, session_id: int, tasks: list[_Task], budget: int, rng: random.Random) -> None:
+    """Each task's workload (random bytes of a real workload's size) and its task row."""
     for task in tasks:
         payload = base64.b64encode(rng.randbytes(WORKLOAD_BYTES)).decode()
         shash = str(rng.randrange(10**18, 10**19))
@@ -262,7 +333,7 @@ def _generate_session(
                 "cluster_key": task.cluster_key,
                 "is_representative": int(task.is_representative),
                 "workload_id": task.workload_id,
-                "budget": per_task_setting,
+                "budget": budget,
                 "status": "queued",
                 "fallback": 0,
             }
@@ -272,7 +343,10 @@ def _generate_session(
     for row in store.tasks(session_id):
         tasks[row["idx"]].row_id = row["id"]
 
-    # Budgets: uneven, as the scheduler spends more where the model's latency drops most.
+
+def _assign_quotas(tasks: list[_Task], trials: int, rng: random.Random) -> _Task | None:
+    """Uneven budgets, as the scheduler spends more where the model's latency drops most; and
+    the cluster member that falls back to a full search (returned, None without members)."""
     shares = [task.weight * rng.uniform(0.6, 1.4) for task in tasks]
     for task, share in zip(tasks, shares):
         task.quota = max(1, int(trials * share / sum(shares)))
@@ -281,12 +355,13 @@ def _generate_session(
     fallback_member = members[-1] if members else None
     if fallback_member is not None:
         fallback_member.fallback = True
+    return fallback_member
 
-    rounds = _schedule(tasks, trials_per_round, rng)
+
+def _trace_parts(rng: random.Random) -> tuple[str, list[str]]:
+    """The traces' shared instructions (as the start of a JSON list) and a pool of decisions
+    (tile sizes, unroll, compute location): varied traces without a json.dumps per trial."""
     instructions, tile_decisions = _trace_template(rng)
-    trace_prefix = "[" + instructions + ", "
-    # Decisions (tile sizes, unroll, compute location) drawn from a pool: varied traces
-    # without paying a json.dumps per trial.
     decision_pool = [
         json.dumps(
             [[7 + 2 * i, [rng.choice(TILE_FACTORS) for _ in range(4 if i < 4 else 2)]] for i in range(tile_decisions)]
@@ -294,147 +369,134 @@ def _generate_session(
         )
         for _ in range(DECISION_POOL)
     ]
-    created = now_iso()
-    rows: list[tuple] = []
-    timeline: list[tuple] = []
-    metrics: list[tuple] = []
-    first_id = int(store.db.execute("select coalesce(max(id), 0) from trials").fetchone()[0]) + 1
-    elapsed, done, failed, diffused = 0.0, 0, 0, 0
-    for number, (task, size, diffuse) in enumerate(rounds, start=1):
-        elapsed += rng.uniform(2.0, 4.0)  # search, cost-model training and the batch's builds
-        batch_failed = 0
-        source = _best_source(tasks, task) if diffuse else None
-        for _ in range(size):
-            trial_id = first_id + len(rows)
-            elapsed += rng.uniform(0.25, 0.9)
-            latency = _sample_latency(task, diffuse, rng)
-            error = None
-            if rng.random() < FAILED_FRACTION:
-                error = BUILD_TIMEOUT if rng.random() < 0.7 else RUN_ERROR
-                failed += 1
-                batch_failed += 1
-            score = -math.log(latency / task.floor_s) + rng.gauss(0, 0.3)  # the cost model's guess, noisy
-            measured = None if error else latency
-            rows.append(
-                (
-                    trial_id,
-                    session_id,
-                    task.row_id,
-                    task.workload_id,
-                    number,
-                    elapsed,
-                    measured,
-                    None if error else f"[{latency!r}]",
-                    error,
-                    trace_prefix + rng.choice(decision_pool) + "]",
-                    task.args_info,
-                    TARGET_KEY,
-                    "diffused" if diffuse else "evolved",
-                    source[1] if source else None,
-                    rng.choice(ADAPTATIONS) if diffuse else None,
-                    score,
-                    created,
-                )
-            )
-            task.done += 1
-            if diffuse:
-                diffused += 1
-            if measured is not None:
-                _remember_best(task, measured, trial_id)
-        if diffuse and source is not None:
-            task.diffused_from = source[1]
-            task.diffused_best_s = task.best_s if task.best_s < math.inf else None
-        done += size
-        estimate = sum(t.weight * t.best_s for t in tasks) if all(t.best_s < math.inf for t in tasks) else None
-        timeline.append(
-            (
-                session_id,
-                number,
-                elapsed,
-                task.row_id,
-                done,
-                size,
-                batch_failed,
-                task.best_s if task.best_s < math.inf else None,
-                estimate,
-            )
-        )
-        progress = done / trials  # the shared cost model ranks better as it sees more data
-        accuracy = min(0.95, 0.5 + 0.35 * progress + rng.gauss(0, 0.06))
-        metrics.append(
-            (
-                session_id,
-                number,
-                task.row_id,
-                size,
-                accuracy,
-                max(-1.0, min(1.0, 2 * accuracy - 1 + rng.gauss(0, 0.1))),
-                min(1.0, max(0.0, accuracy + rng.gauss(0, 0.15))),
-            )
-        )
+    return "[" + instructions + ", ", decision_pool
 
-    estimate = sum(t.weight * t.best_s for t in tasks)
-    with store.transaction() as db:
-        conn = db.conn
-        placeholders = ", ".join("?" for _ in TRIAL_COLUMNS)
-        conn.executemany(f"insert into trials ({', '.join(TRIAL_COLUMNS)}) values ({placeholders})", rows)
-        conn.executemany(
-            "insert into timeline (session_id, round, elapsed_s, task_id, trials_done, batch_size, batch_failed,"
-            " best_task_latency_s, estimated_latency_s) values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            timeline,
+
+def _measure_round(
+    batch: _Batch,
+    tasks: list[_Task],
+    number: int,
+    task: _Task,
+    size: int,
+    diffuse: bool,
+    trials: int,
+    rng: random.Random,
+) -> None:
+    """One round's trials of one task, then its timeline point and cost-model metrics."""
+    batch.elapsed += rng.uniform(2.0, 4.0)  # search, cost-model training and the batch's builds
+    source = _best_source(tasks, task) if diffuse else None
+    batch_failed = 0
+    for _ in range(size):
+        batch_failed += _measure_trial(batch, task, number, diffuse, source, rng)
+    if diffuse and source is not None:
+        task.diffused_from = source[1]
+        task.diffused_best_s = task.best_s if task.best_s < math.inf else None
+    batch.done += size
+    estimate = sum(t.weight * t.best_s for t in tasks) if all(t.best_s < math.inf for t in tasks) else None
+    batch.timeline.append(
+        (
+            batch.session_id,
+            number,
+            batch.elapsed,
+            task.row_id,
+            batch.done,
+            size,
+            batch_failed,
+            task.best_s if task.best_s < math.inf else None,
+            estimate,
         )
-        conn.executemany(
-            "insert into cost_model_metrics (session_id, round, task_id, samples, pairwise_accuracy, spearman,"
-            " topk_recall) values (?, ?, ?, ?, ?, ?, ?)",
-            metrics,
+    )
+    progress = batch.done / trials  # the shared cost model ranks better as it sees more data
+    accuracy = min(0.95, 0.5 + 0.35 * progress + rng.gauss(0, 0.06))
+    spearman = max(-1.0, min(1.0, 2 * accuracy - 1 + rng.gauss(0, 0.1)))
+    recall = min(1.0, max(0.0, accuracy + rng.gauss(0, 0.15)))
+    batch.metrics.append((batch.session_id, number, task.row_id, size, accuracy, spearman, recall))
+
+
+def _measure_trial(
+    batch: _Batch, task: _Task, number: int, diffuse: bool, source: tuple[float, int] | None, rng: random.Random
+) -> bool:
+    """Add one trial's row; True if it failed."""
+    trial_id = batch.first_id + len(batch.rows)
+    batch.elapsed += rng.uniform(0.25, 0.9)
+    latency = _sample_latency(task, diffuse, rng)
+    error = None
+    if rng.random() < FAILED_FRACTION:
+        error = BUILD_TIMEOUT if rng.random() < 0.7 else RUN_ERROR
+        batch.failed += 1
+    score = -math.log(latency / task.floor_s) + rng.gauss(0, 0.3)  # the cost model's guess, noisy
+    measured = None if error else latency
+    trace = batch.trace_prefix + rng.choice(batch.decision_pool) + "]"
+    adaptation = rng.choice(ADAPTATIONS) if diffuse else None
+    batch.rows.append(
+        (
+            trial_id,
+            batch.session_id,
+            task.row_id,
+            task.workload_id,
+            number,
+            batch.elapsed,
+            measured,
+            None if error else f"[{latency!r}]",
+            error,
+            trace,
+            task.args_info,
+            TARGET_KEY,
+            "diffused" if diffuse else "evolved",
+            source[1] if source else None,
+            adaptation,
+            score,
+            batch.created,
         )
-        for task in tasks:
-            db["tasks"].update(
-                task.row_id,
-                {
-                    "status": "fallback" if task.fallback else "done",
-                    "fallback": int(task.fallback),
-                    "diffused_from_trial_id": task.diffused_from,
-                    "diffused_best_s": task.diffused_best_s,
-                },
-            )
-        events = [
-            (1.5, "info", None, f"session {session_id} started: {num_tasks} tasks, bcd, llvm znver4 x2"),
-            (elapsed * 0.3, "paused", None, "paused"),
-            (elapsed * 0.3 + 60, "resumed", None, "resumed"),
-        ]
-        if fallback_member is not None:
-            events.append(
-                (elapsed * 0.1, "fallback", fallback_member.row_id, f"{fallback_member.name}: no sketch matched")
-            )
-        conn.executemany(
-            "insert into events (session_id, elapsed_s, kind, task_id, message) values (?, ?, ?, ?, ?)",
-            [(session_id, *event) for event in events],
-        )
-        db["sessions"].update(
-            session_id,
+    )
+    task.done += 1
+    if diffuse:
+        batch.diffused += 1
+    if measured is not None:
+        _remember_best(task, measured, trial_id)
+    return error is not None
+
+
+def _insert_rows(conn: sqlite3.Connection, batch: _Batch) -> None:
+    placeholders = ", ".join("?" for _ in TRIAL_COLUMNS)
+    conn.executemany(f"insert into trials ({', '.join(TRIAL_COLUMNS)}) values ({placeholders})", batch.rows)
+    conn.executemany(
+        "insert into timeline (session_id, round, elapsed_s, task_id, trials_done, batch_size, batch_failed,"
+        " best_task_latency_s, estimated_latency_s) values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        batch.timeline,
+    )
+    conn.executemany(
+        "insert into cost_model_metrics (session_id, round, task_id, samples, pairwise_accuracy, spearman,"
+        " topk_recall) values (?, ?, ?, ?, ?, ?, ?)",
+        batch.metrics,
+    )
+
+
+def _finish_tasks(db: sqlite_utils.Database, tasks: list[_Task]) -> None:
+    for task in tasks:
+        db["tasks"].update(
+            task.row_id,
             {
-                "status": SESSION_COMPLETED,
-                "ended_at": now_iso(),
-                "elapsed_s": elapsed,
-                "trials_done": done,
-                "estimated_latency_s": estimate,
-                "bookkeeping_s": elapsed * 0.02,
+                "status": "fallback" if task.fallback else "done",
+                "fallback": int(task.fallback),
+                "diffused_from_trial_id": task.diffused_from,
+                "diffused_best_s": task.diffused_best_s,
             },
         )
-    return SyntheticSession(
-        path=store.path,
-        session_id=session_id,
-        trials=done,
-        failed=failed,
-        diffused=diffused,
-        rounds=len(rounds),
-        trials_per_task={t.index: t.done for t in tasks},
-        best_per_task={t.index: t.best_s for t in tasks},
-        estimated_latency_s=estimate,
-        generate_s=0.0,
-        model_hash=model_hash,
-        task_names={t.index: t.name for t in tasks},
+
+
+def _insert_events(conn: sqlite3.Connection, batch: _Batch, num_tasks: int, fallback_member: _Task | None) -> None:
+    elapsed = batch.elapsed
+    events = [
+        (1.5, "info", None, f"session {batch.session_id} started: {num_tasks} tasks, bcd, llvm znver4 x2"),
+        (elapsed * 0.3, "paused", None, "paused"),
+        (elapsed * 0.3 + 60, "resumed", None, "resumed"),
+    ]
+    if fallback_member is not None:
+        events.append((elapsed * 0.1, "fallback", fallback_member.row_id, f"{fallback_member.name}: no sketch matched"))
+    conn.executemany(
+        "insert into events (session_id, elapsed_s, kind, task_id, message) values (?, ?, ?, ?, ?)",
+        [(batch.session_id, *event) for event in events],
     )
 
 

@@ -1,0 +1,18 @@
+"""What counts as a failed run: the one definition the store, the tuner and the cost model share.
+
+MetaSchedule gives a candidate that built or ran badly a sentinel run time instead of none:
+its databases and runners hold `[1e10]` seconds for it. A sentinel stored as float32 is still
+exactly 1e10 (9765625 * 2**10 fits a float32 mantissa), so comparing with it is safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+FAILED_RUN_SECS = 1e10  # what MetaSchedule stores for a failed candidate, and what we write back
+
+
+def is_failed_run(run_secs: Sequence[float] | None) -> bool:
+    """True when a measurement gives no usable time: no run times at all, or any run at the
+    sentinel (one failed repeat makes the mean meaningless, so the candidate counts as failed)."""
+    return not run_secs or any(secs >= FAILED_RUN_SECS for secs in run_secs)

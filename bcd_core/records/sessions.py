@@ -1,0 +1,145 @@
+"""The store's sessions, their tasks and the workloads the tasks tune."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from bcd_core import __version__
+from bcd_core.errors import StoreError
+from bcd_core.records.rows import now_iso
+from bcd_core.records.states import SessionStatus
+from bcd_core.records.store_base import StoreBase
+
+
+class SessionsMixin(StoreBase):
+    """Sessions (who tunes what, with which settings, and how it ended), workloads, tasks."""
+
+    # -- sessions -------------------------------------------------------------------------
+    def create_session(
+        self,
+        *,
+        model_path: str,
+        model_hash: str,
+        target: str,
+        target_key: str,
+        strategy: str,
+        settings: dict[str, Any],
+    ) -> int:
+        self.check_integrity()  # a tune starts writing here: never into a damaged file
+        with self.transaction() as db:
+            table = db["sessions"].insert(
+                {
+                    "model_path": model_path,
+                    "model_name": Path(model_path).name,
+                    "model_hash": model_hash,
+                    "target": target,
+                    "target_key": target_key,
+                    "strategy": strategy,
+                    "settings": json.dumps(settings, sort_keys=True),
+                    "tool_version": __version__,
+                    "started_at": now_iso(),
+                    "status": SessionStatus.RUNNING,
+                    "elapsed_s": 0.0,
+                    "trials_done": 0,
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
+                }
+            )
+            return int(table.last_pk)
+
+    def session(self, session_id: int) -> dict[str, Any]:
+        with self._lock:
+            try:
+                return self.db["sessions"].get(session_id)
+            except sqlite_utils.db.NotFoundError:
+                raise StoreError(f"no session {session_id} in {self.path}") from None
+
+    def sessions(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.db["sessions"].rows_where(order_by="id"))
+
+    def find_session(self, model_hash: str, target_key: str, strategy: str, settings: dict[str, Any]) -> dict | None:
+        """The newest session of exactly this model, target, strategy and settings."""
+        with self._lock:
+            rows = list(
+                self.db["sessions"].rows_where(
+                    "model_hash = ? and target_key = ? and strategy = ? and settings = ?",
+                    [model_hash, target_key, strategy, json.dumps(settings, sort_keys=True)],
+                    order_by="id desc",
+                    limit=1,
+                )
+            )
+        return rows[0] if rows else None
+
+    def claim_session(self, session_id: int) -> None:
+        """Mark a session as run by this process; refuse if another live process runs it."""
+        self.check_integrity()  # a resumed tune starts writing here: never into a damaged file
+        with self.transaction() as db:
+            row = db["sessions"].get(session_id)
+            if row["status"] == SessionStatus.RUNNING and row["pid"] != os.getpid() and _process_alive(row):
+                raise StoreError(
+                    f"session {session_id} is being tuned right now by process {row['pid']} on "
+                    f"{row['host']}; stop it first or use another --db"
+                )
+            db["sessions"].update(
+                session_id,
+                {"status": SessionStatus.RUNNING, "pid": os.getpid(), "host": socket.gethostname(), "ended_at": None},
+            )
+
+    def set_total_budget(self, session_id: int, trials: int) -> None:
+        """The session's total trial budget as the user changed it (a resume keeps it).
+        Stores made before this column get it here."""
+        with self.transaction() as db:
+            db["sessions"].update(session_id, {"total_budget": trials}, alter=True)
+
+    def finish_session(self, session_id: int, status: str, elapsed_s: float, bookkeeping_s: float) -> None:
+        with self.transaction() as db:
+            db["sessions"].update(
+                session_id,
+                {"status": status, "ended_at": now_iso(), "elapsed_s": elapsed_s, "bookkeeping_s": bookkeeping_s},
+            )
+
+    # -- workloads ------------------------------------------------------------------------
+    def workloads_with_hash(self, shash: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.db["workloads"].rows_where("shash = ?", [shash], order_by="id"))
+
+    def add_workload(self, shash: str, workload_json: Any) -> int:
+        with self.transaction() as db:
+            return int(db["workloads"].insert({"shash": shash, "workload": json.dumps(workload_json)}).last_pk)
+
+    def workload(self, workload_id: int) -> dict[str, Any]:
+        with self._lock:
+            return self.db["workloads"].get(workload_id)
+
+    # -- tasks ----------------------------------------------------------------------------
+    def add_tasks(self, session_id: int, rows: Iterable[dict[str, Any]]) -> None:
+        with self.transaction() as db:
+            db["tasks"].insert_all({**row, "session_id": session_id} for row in rows)
+
+    def update_task(self, task_id: int, **values: Any) -> None:
+        with self.transaction() as db:
+            db["tasks"].update(task_id, values)
+
+    def tasks(self, session_id: int) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.db["tasks"].rows_where("session_id = ?", [session_id], order_by="idx"))
+
+
+def _process_alive(row: dict[str, Any]) -> bool:
+    if row.get("host") != socket.gethostname() or not row.get("pid"):
+        return False  # another machine: we cannot tell, let the user resume
+    try:
+        os.kill(int(row["pid"]), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
