@@ -34,10 +34,15 @@ class SqliteDatabase(ms.database.PyDatabase):
     """Workloads match by structural hash plus structural equality; records are filtered
     to one target when `target_key` is given (a store may hold several targets)."""
 
-    def __init__(self, store: RecordStore, target_key: str | None = None) -> None:
+    def __init__(
+        self, store: RecordStore, target_key: str | None = None, exclude_origins: tuple[str, ...] = ()
+    ) -> None:
         super().__init__()
         self.store = store
         self.target_key = target_key
+        # Records of these origins are kept and counted but never handed out as a search's
+        # best records (`without`).
+        self.exclude_origins = exclude_origins
         self._lock = threading.RLock()
         self._workloads: dict[int, Workload] = {}  # id -> Workload
         self._ids_by_hash: dict[str, list[int]] = {}
@@ -122,8 +127,13 @@ class SqliteDatabase(ms.database.PyDatabase):
         workload_id = self.find_workload_id(workload.mod)
         if workload_id is None or top_k <= 0:
             return []
-        rows = self.store.top_records(workload_id, self.target_key, top_k)
+        rows = self.store.top_records(workload_id, self.target_key, top_k, self.exclude_origins)
         return [self.record_from_row(row) for row in rows]
+
+    def without(self, *origins: str) -> SqliteDatabase:
+        """The same records, except that `get_top_k` (what an EvolutionarySearch seeds its
+        population from) leaves out records of `origins`."""
+        return SqliteDatabase(self.store, self.target_key, (*self.exclude_origins, *origins))
 
     def get_all_tuning_records(self) -> list[TuningRecord]:
         return [self.record_from_row(row) for row in self.store.all_records(self.target_key)]

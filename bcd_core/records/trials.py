@@ -102,12 +102,17 @@ class TrialsMixin(StoreBase):
             return int(self.db.execute(sql, [session_id]).fetchone()[0])
 
     # -- per-workload queries (MetaSchedule's database) -----------------------------------
-    def top_records(self, workload_id: int, target_key: str | None, k: int) -> list[dict[str, Any]]:
+    def top_records(
+        self, workload_id: int, target_key: str | None, k: int, exclude_origins: tuple[str, ...] = ()
+    ) -> list[dict[str, Any]]:
         sql = "select * from trials where workload_id = ? and latency_s is not null"
         params: list[Any] = [workload_id]
         if target_key is not None:
             sql += " and target_key = ?"
             params.append(target_key)
+        if exclude_origins:
+            sql += f" and origin not in ({', '.join('?' * len(exclude_origins))})"
+            params += list(exclude_origins)
         sql += " order by latency_s, id limit ?"
         params.append(k)
         with self._lock:

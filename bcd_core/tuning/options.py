@@ -27,6 +27,7 @@ REPRESENTATIVE_RULES = ("similar", "heaviest")  # values of clustering.Represent
 LATE_COST_MODELS = ("metaschedule", "shared")
 PRIOR_SOURCES = ("auto", "cluster", "representative")  # the default first
 FIRST_ROUNDS = ("ranked", "stock")  # the default first
+SEARCH_SEEDS = ("all", "own")  # the default first
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
 
 
@@ -114,6 +115,15 @@ OPTIONS: tuple[Option, ...] = (
         "how a task's first round picks candidates: ranked fresh samples, or stock's evolutionary search",
         "--first-round",
         choices=FIRST_ROUNDS,
+        identity_of=(SEEDED,),
+    ),
+    Option(
+        "search_seeds",
+        Level.RESEARCH,
+        "which measured programs seed a task's evolutionary search: all its best records, or only "
+        "those its own search found (diffused programs then compete without steering the search)",
+        "--search-seeds",
+        choices=SEARCH_SEEDS,
         identity_of=(SEEDED,),
     ),
     Option(

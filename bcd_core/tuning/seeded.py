@@ -271,6 +271,8 @@ class SeededSearch(ms.search_strategy.PySearchStrategy):
     def pre_tuning(self, max_trials, num_trials_per_iter, design_spaces, database=None, cost_model=None) -> None:
         self.plan.sketches[self.task_index] = list(design_spaces)
         self.batch_size = num_trials_per_iter
+        if self.plan.settings.search_seeds == "own":
+            database = self.plan.run.database.without(TrialOrigin.DIFFUSED)
         self.inner.pre_tuning(max_trials, num_trials_per_iter, design_spaces, database, cost_model)
         self.plan.searches[self.task_index] = self.inner
 

@@ -12,6 +12,7 @@ from bcd_core.tuning.options import (
     PRIOR_SOURCES,
     REPRESENTATIVE_RULES,
     RUNNERS,
+    SEARCH_SEEDS,
     STRATEGIES,
     identity_fields,
 )
@@ -108,6 +109,9 @@ class TuneSettings:
     # design space ranked by the shared model, tuning/first_round.py) or "stock"
     # (MetaSchedule's evolutionary search, which ranks an unmeasured task at random).
     first_round: str = FIRST_ROUNDS[0]
+    # "bcd": whether diffused programs, once measured, may seed the task's evolutionary search
+    # ("all") or only compete in their share of a round ("own": the search sees only what it found).
+    search_seeds: str = SEARCH_SEEDS[0]
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -128,6 +132,8 @@ class TuneSettings:
             raise ValueError(f"representative rule must be one of {', '.join(REPRESENTATIVE_RULES)}")
         if self.split_heavier_than != 0 and self.split_heavier_than < 1:
             raise ValueError("--split-heavier-than must be 0 (off) or a ratio of 1 or more")
+        if self.search_seeds not in SEARCH_SEEDS:
+            raise ValueError(f"search seeds must be one of {', '.join(SEARCH_SEEDS)}")
         if self.first_round not in FIRST_ROUNDS:
             raise ValueError(f"first round must be one of {', '.join(FIRST_ROUNDS)}")
         if not 0 <= self.diffusion_share <= 0.5:
