@@ -93,6 +93,20 @@ def test_database_round_trip_and_top_k(tmp_path: Path, dense_task, host) -> None
     assert found is not None and float(found.run_secs[0]) == pytest.approx(1e-5)
 
 
+def test_a_view_without_diffused_records_hides_them_from_the_search_only(tmp_path: Path, dense_task, host) -> None:
+    store = RecordStore(tmp_path / "r.db")
+    database = SqliteDatabase(store, target_key(host))
+    workload = database.commit_workload(dense_task.mod)
+    committed = [make_record(dense_task, host, workload, seconds) for seconds in (1e-5, 2e-5, 3e-5)]
+    store.add_imported_trials([database.trial_from_record(committed[0], origin="diffused")])
+    for record in committed[1:]:
+        database.commit_tuning_record(record)
+    own = database.without("diffused")
+    assert [float(r.run_secs[0]) for r in database.get_top_k(workload, 5)] == pytest.approx([1e-5, 2e-5, 3e-5])
+    assert [float(r.run_secs[0]) for r in own.get_top_k(workload, 5)] == pytest.approx([2e-5, 3e-5])
+    assert len(own) == len(database) == 3  # still measured and counted
+
+
 def test_records_of_other_targets_are_not_used(tmp_path: Path, dense_task, host) -> None:
     store = RecordStore(tmp_path / "r.db")
     mine = SqliteDatabase(store, target_key(host))
