@@ -1,11 +1,16 @@
-"""Error dialogs that say what happened and what to do; they never block the tuner."""
+"""The window's dialogs: errors that say what happened and what to do, and the questions it asks.
+
+Error and information boxes are opened, not exec'd: they never block the tuner's updates.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
+from bcd_core import __version__
 from bcd_core.errors import (
     BcdError,
     DynamicShapeError,
@@ -58,3 +63,59 @@ def show_error(parent: QWidget, error: BaseException, doing: str) -> QMessageBox
     box.setObjectName("errorDialog")
     box.open()
     return box
+
+
+def show_module_exported(parent: QWidget, text: str) -> None:
+    """What an export wrote and how its check went; non-blocking, like the error dialog."""
+    box = QMessageBox(QMessageBox.Icon.Information, "Module exported", text, QMessageBox.StandardButton.Ok, parent)
+    box.open()
+
+
+def show_about(parent: QWidget) -> None:
+    QMessageBox.about(
+        parent,
+        "About bcd",
+        f"<b>bcd {__version__}</b><br>Auto-tunes ONNX models with TVM MetaSchedule and Bayesian Code Diffusion."
+        "<br>Every measurement is kept in SQLite; the same engine runs headless as <code>bcd</code>.",
+    )
+
+
+def confirm_stop_and_quit(parent: QWidget) -> bool:
+    """Asked when the window closes while a tune runs; True if the user agrees to stop it."""
+    answer = QMessageBox.question(
+        parent,
+        "Tuning is running",
+        "Stop tuning after the batch in flight and quit? Everything measured is saved; reopen the model to resume.",
+    )
+    return answer == QMessageBox.StandardButton.Yes
+
+
+def ask_model_path(parent: QWidget) -> str:
+    """An ONNX model to open, or "" if the user cancels."""
+    path, _ = QFileDialog.getOpenFileName(
+        parent, "Open an ONNX model", str(Path.cwd()), "ONNX models (*.onnx);;All files (*)"
+    )
+    return path
+
+
+def ask_module_path(parent: QWidget, default: str) -> str:
+    """Where to save the compiled module, or "" if the user cancels."""
+    path, _ = QFileDialog.getSaveFileName(parent, "Export compiled module", default, "Shared library (*.so)")
+    return path
+
+
+def ask_folder(parent: QWidget, title: str) -> str:
+    """A folder to export into (starting from the working directory), or "" if the user cancels."""
+    return QFileDialog.getExistingDirectory(parent, title, str(Path.cwd()))
+
+
+def ask_budget(parent: QWidget, what: str, current: int) -> int | None:
+    """A trial budget for `what` (e.g. "2 task(s)"), or None if the user cancels."""
+    trials, ok = QInputDialog.getInt(parent, "Trial budget", f"Trials for {what}:", current, 0, 1_000_000)
+    return trials if ok else None
+
+
+def ask_cluster(parent: QWidget, labels: list[str]) -> str | None:
+    """One of the cluster `labels` to move tasks to, or None if the user cancels."""
+    choice, ok = QInputDialog.getItem(parent, "Move task", "Move to cluster:", labels, 0, False)
+    return choice if ok else None

@@ -1,0 +1,75 @@
+"""The window's docks (model and settings, provenance, sessions, log) and the log's feed."""
+
+from __future__ import annotations
+
+import logging
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QVBoxLayout, QWidget
+
+from bcd_gui.panels import LogPanel, OverviewPanel, ProvenancePanel, QtLogHandler, SessionsPanel, SettingsPanel
+
+LOGGERS = ("bcd", "tvm")  # what the log dock shows
+
+
+class Docks:
+    """Builds the panels and docks them into `window`; the dock object names key the saved layout."""
+
+    def __init__(self, window: QMainWindow) -> None:
+        self.overview = OverviewPanel()
+        self.settings_panel = SettingsPanel()
+        model_page = QWidget()
+        layout = QVBoxLayout(model_page)
+        layout.addWidget(self.overview)
+        layout.addWidget(QLabel("<b>Settings</b>"))
+        layout.addWidget(self.settings_panel)
+        layout.addStretch()
+        left, bottom = Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.BottomDockWidgetArea
+        self.model_dock = _dock(window, "Model", "modelDock", model_page, left)
+        self.provenance = ProvenancePanel()
+        self.provenance_dock = _dock(window, "Diffusion provenance", "provenanceDock", self.provenance, left)
+        self.sessions = SessionsPanel()
+        self.sessions_dock = _dock(window, "Sessions", "sessionsDock", self.sessions, bottom)
+        self.log_panel = LogPanel()
+        self.log_dock = _dock(window, "Log", "logDock", self.log_panel, bottom)
+        window.tabifyDockWidget(self.sessions_dock, self.log_dock)
+        self.sessions_dock.raise_()
+        window.resizeDocks([self.sessions_dock], [170], Qt.Orientation.Vertical)
+        window.resizeDocks([self.model_dock], [330], Qt.Orientation.Horizontal)
+
+    def all(self) -> tuple[QDockWidget, ...]:
+        """Every dock, in the order the View menu lists them."""
+        return (self.model_dock, self.provenance_dock, self.sessions_dock, self.log_dock)
+
+
+def _dock(window: QMainWindow, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
+    dock = QDockWidget(title, window)
+    dock.setObjectName(name)
+    dock.setWidget(widget)
+    window.addDockWidget(area, dock)
+    return dock
+
+
+def attach_log(panel: LogPanel) -> QtLogHandler:
+    """Show bcd's and TVM's log records in `panel` (at least bcd's INFO); returns the handler."""
+    handler = QtLogHandler()
+    handler.emitter.line.connect(panel.add_line)
+    for name in LOGGERS:
+        logging.getLogger(name).addHandler(handler)
+    bcd_logger = logging.getLogger("bcd")
+    if bcd_logger.getEffectiveLevel() > logging.INFO:
+        bcd_logger.setLevel(logging.INFO)
+    set_tvm_details(False)
+    return handler
+
+
+def detach_log(handler: QtLogHandler) -> None:
+    for name in LOGGERS:
+        logging.getLogger(name).removeHandler(handler)
+
+
+def set_tvm_details(on: bool) -> None:
+    # MetaSchedule logs whole programs and task tables at INFO (bcd.ms.* per task): useful
+    # when debugging a schedule, noise otherwise.
+    for name in ("tvm", "bcd.ms"):
+        logging.getLogger(name).setLevel(logging.INFO if on else logging.WARNING)

@@ -1,0 +1,93 @@
+"""Opening a model: importing it off the GUI thread, showing its clusters, timing it untuned."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bcd_core.errors import BcdError
+from bcd_core.session_view import preview_snapshot
+from bcd_core.target import parse_target
+from bcd_core.tuning.session import prepare_model
+from bcd_core.untuned import measure_untuned
+from bcd_gui.dialogs import ask_model_path
+from bcd_gui.host import Controller
+
+DEFAULT_RUNS_DIR = Path("runs")  # the same default as `bcd tune`, so both see the same records
+
+
+class ModelController(Controller):
+    """Opens ONNX models for the window: sets `win.model_path`, `win.db_path` and the views."""
+
+    def choose_model(self) -> None:
+        path = ask_model_path(self.window_widget)
+        if path:
+            self.open_model(path)
+
+    def open_model(self, path: str | Path) -> None:
+        """Import `path` with the panel's target, shapes and cluster mode; `modelOpened` follows."""
+        win = self.win
+        if win.worker is not None:
+            win.report_error(BcdError("a tune is running; stop it before opening another model"), "open the model")
+            return
+        path = Path(path)
+        try:
+            spec = win.settings_panel.target.text()
+            target = parse_target(spec)
+            shapes = win.settings_panel.shape_overrides()
+        except BcdError as err:
+            win.report_error(err, "open the model")
+            return
+        mode = win.settings_panel.cluster_mode.currentText()
+
+        def work(progress: Any) -> Any:
+            progress(0, 2, f"importing {path.name} and extracting tuning tasks")
+            return prepare_model(path, target, shapes, mode)
+
+        win.run_job(
+            f"Opening {path.name}", work, lambda prepared: self._model_prepared(path, prepared), "open the model"
+        )
+
+    def _model_prepared(self, path: Path, prepared: Any) -> None:
+        win = self.win
+        win.model_path = path.resolve()
+        win.model_hash = prepared.imported.sha256
+        win.recent.remember(win.model_path)
+        win.db_path = win.fixed_db or DEFAULT_RUNS_DIR / f"{path.stem}.db"
+        win.setWindowTitle(f"{path.name} - bcd   [{win.db_path}]")
+        win.untuned = {}
+        win.tree_model.set_untuned({})
+        if not win.open_reader():
+            return
+        settings = win.settings_panel.settings()
+        preview = preview_snapshot(
+            path.name, settings.strategy, prepared.tasks, prepared.clusters, settings.trials_per_task
+        )
+        stored = [s for s in win.reader.sessions() if s["model_hash"] == win.model_hash] if win.reader else []
+        win.workspace.show_results()
+        if stored:
+            win.show_session(stored[-1]["id"])
+        else:
+            win.show_snapshot(preview)
+        win.tree.expandAll()
+        win.workspace.resize_columns()
+        win.status_text.setText(
+            f"{path.name}: {len(prepared.tasks)} tasks in {len(prepared.clusters)} clusters "
+            f"(prepared in {prepared.prepare_s:.1f} s). Press Ctrl+R to tune."
+        )
+        win.modelOpened.emit(win.snapshot)
+        win.run_job(
+            "Timing the untuned tasks",
+            lambda progress: measure_untuned(prepared.tasks, prepared.target, progress),
+            self._untuned_measured,
+            "time the untuned model",
+        )
+
+    def _untuned_measured(self, untuned: dict[int, float]) -> None:
+        win = self.win
+        win.untuned = untuned
+        win.tree_model.set_untuned(untuned)
+        if win.snapshot is not None:
+            win.overview.show_snapshot(win.snapshot, win.untuned)
+        if win.worker is None:
+            win.status_text.setText("Ready. Press Ctrl+R to tune.")

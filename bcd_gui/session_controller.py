@@ -1,0 +1,135 @@
+"""Showing sessions: the records store, a session's snapshot in the tree and plots, resuming one."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from bcd_core.errors import BcdError
+from bcd_core.records.store import RecordStore
+from bcd_core.session_view import (
+    Baseline,
+    SessionSnapshot,
+    baseline_for,
+    first_time_at_or_below,
+    latest_round_predictions,
+    load_snapshot,
+    provenance_of,
+    task_best_curve,
+)
+from bcd_core.tuning.session import settings_of_session
+from bcd_core.tuning.settings import TuneSettings
+from bcd_gui.host import Controller, WindowHost
+from bcd_gui.plots import TaskCurvesPlot
+
+
+class SessionController(Controller):
+    """Reads the window's records store (`win.reader`) and shows what it holds."""
+
+    def __init__(self, win: WindowHost) -> None:
+        super().__init__(win)
+        # The stock run each session is compared with, by (store path, session id).
+        self.baselines: dict[tuple[str, int], Baseline | None] = {}
+
+    def open_reader(self) -> bool:
+        """Open `win.db_path` unless it is open already, and list its sessions; False (after a
+        dialog) if it cannot be opened."""
+        win = self.win
+        if win.reader is not None and win.reader.path == win.db_path:
+            return True
+        if win.reader is not None:
+            win.reader.close()
+            win.reader = None
+        try:
+            win.reader = RecordStore(win.db_path)  # type: ignore[arg-type]
+        except BcdError as err:
+            win.report_error(err, "open the records database")
+            return False
+        win.sessions.show_sessions(win.reader.sessions())
+        return True
+
+    def show_session(self, session_id: int) -> None:
+        win = self.win
+        if win.reader is None:
+            return
+        try:
+            self.show_snapshot(load_snapshot(win.reader, session_id))
+        except BcdError as err:
+            win.report_error(err, "open the session")
+            return
+        win.workspace.show_results()
+        win.tree.expandAll()
+
+    def show_snapshot(self, snapshot: SessionSnapshot) -> None:
+        win = self.win
+        win.snapshot = snapshot
+        win.tree_model.set_snapshot(snapshot)
+        if win.worker is not None:
+            win.tree_model.set_pending(win.worker.control.pending())
+        win.overview.show_snapshot(snapshot, win.untuned)
+        baseline = self.baseline(snapshot)
+        win.latency_plot.update_view(snapshot, baseline)
+        predictions = latest_round_predictions(win.reader, snapshot.session_id) if win.reader else []
+        win.cost_plot.update_view(snapshot.metrics, predictions)
+        self.refresh_task_views()
+        win.update_status()
+        win.snapshotShown.emit(snapshot)
+
+    def baseline(self, snapshot: SessionSnapshot) -> Baseline | None:
+        """The stock run to compare with; looked up once per session (it may sit in another store)."""
+        reader = self.win.reader
+        if reader is None or not snapshot.session_id:
+            return None
+        key = (str(reader.path), snapshot.session_id)
+        if key not in self.baselines:
+            self.baselines[key] = baseline_for(reader, snapshot)
+        found = self.baselines[key]
+        if found is None:
+            return None
+        return replace(found, reached_at_s=first_time_at_or_below(snapshot.timeline, found.final_latency_s))
+
+    def refresh_task_views(self) -> None:
+        """Curves of the selected tasks (or clusters' members, or the heaviest tasks), and the
+        provenance of the first task selected."""
+        win = self.win
+        snapshot = win.snapshot
+        if snapshot is None:
+            return
+        tasks = win.selected_tasks()
+        if not tasks:
+            for cluster in [c for k, c in win.selected_items() if k == "cluster"]:
+                tasks += next((c.members for c in snapshot.clusters if c.key == cluster), [])
+        if not tasks:  # nothing selected: the tasks that weigh most
+            ranked = sorted((t for t in snapshot.tasks if t.best_s), key=lambda t: -(t.weight * (t.best_s or 0)))
+            tasks = [t.index for t in ranked[:4]]
+        curves = {}
+        if win.reader is not None and snapshot.session_id:
+            for index in tasks[: TaskCurvesPlot.MAX_CURVES]:
+                task = snapshot.task(index)
+                curves[task.name] = task_best_curve(win.reader, snapshot.session_id, task.row_id)
+        win.task_plot.show_curves(curves)
+        chosen = win.selected_tasks()
+        if chosen and win.reader is not None and snapshot.session_id:
+            win.provenance.show_provenance(provenance_of(win.reader, snapshot, chosen[0]))
+        else:
+            win.provenance.show_provenance(None)
+
+    def resume_session(self, session_id: int) -> None:
+        """Tune a stored session further, with its own settings and target; only for the open model."""
+        win = self.win
+        if win.reader is None:
+            return
+        session = win.reader.session(session_id)
+        if win.model_path is None or session["model_hash"] != win.model_hash:
+            win.report_error(
+                BcdError(f"session {session_id} tuned {session['model_name']}; open that model first to resume it"),
+                "resume the session",
+            )
+            return
+        # The session's own settings and target; the engine refuses, with a dialog, if the
+        # model, target or tool version no longer match.
+        try:  # measured where the panel says now (here or remote): not part of the identity
+            stored = settings_of_session(session, TuneSettings(**win.settings_panel.runner_settings()))
+        except ValueError as err:
+            win.report_error(err, "resume the session")
+            return
+        win.start_tune(stored, session["target"], new_session=False, resume_session_id=session_id)

@@ -1,0 +1,55 @@
+"""The status bar: a message, the trial count, elapsed time and ETA, and a progress bar."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtWidgets import QLabel, QProgressBar, QStatusBar
+
+from bcd_core.formatting import format_duration
+from bcd_core.session_view import SessionSnapshot
+from bcd_core.tuning.events import RoundFinished
+
+
+class StatusLine:
+    """Builds the status bar's widgets into `bar` and fills the counters from a session's state."""
+
+    def __init__(self, bar: QStatusBar) -> None:
+        self.status_text = QLabel("Open a model to begin")
+        self.trials_label = QLabel("")
+        self.elapsed_label = QLabel("")
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(220)
+        self.progress.setTextVisible(True)
+        bar.addWidget(self.status_text, 1)
+        for widget in (self.trials_label, self.elapsed_label, self.progress):
+            bar.addPermanentWidget(widget)
+
+    def show_counts(self, snapshot: SessionSnapshot | None, event: Any, tuning: bool, jobs_running: bool) -> None:
+        """Trials, elapsed time and ETA of `snapshot`, or of the running tune's latest `event`
+        (fresher than the last snapshot). The bar shows trial progress unless a job owns it."""
+        if snapshot is None:
+            return
+        done, total = snapshot.trials_done, max(1, snapshot.trials_total)
+        if isinstance(event, RoundFinished) and tuning:
+            done, total = event.trials_done, max(1, event.trials_total)
+        failed = f" ({snapshot.failed_trials} failed)" if snapshot.failed_trials else ""
+        self.trials_label.setText(f"{done}/{total} trials{failed}")
+        elapsed = float(snapshot.session.get("elapsed_s") or 0.0)
+        if tuning and isinstance(event, RoundFinished):
+            elapsed = event.elapsed_s
+        eta = elapsed / done * (total - done) if done and tuning else None
+        self.elapsed_label.setText(
+            f"elapsed {format_duration(elapsed)}" + (f"  ETA {format_duration(eta)}" if eta else "")
+        )
+        if not jobs_running or tuning:
+            if tuning and done == 0:
+                self.progress.setRange(0, 0)
+            else:
+                self.progress.setRange(0, total)
+                self.progress.setValue(min(done, total))
+
+    def show_finished(self) -> None:
+        """A full bar: the tune or job that drove it is over."""
+        self.progress.setRange(0, 1)
+        self.progress.setValue(1)

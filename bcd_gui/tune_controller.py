@@ -1,0 +1,161 @@
+"""Tuning: a session runs on a TuneWorker's thread; this follows it, pauses it and stops it."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from bcd_core.errors import BcdError
+from bcd_core.formatting import format_duration, format_latency
+from bcd_core.session_view import SessionSnapshot
+from bcd_core.target import parse_target, target_key
+from bcd_core.tuning.events import RoundFinished, SessionFinished, SessionMessage, SessionStarted
+from bcd_core.tuning.settings import TuneSettings
+from bcd_gui.host import Controller, WindowHost
+from bcd_gui.jobs import TuneWorker
+
+log = logging.getLogger("bcd.gui")
+
+
+class TuneController(Controller):
+    """Starts `win.worker` and shows what it reports: status text, snapshots, the final status."""
+
+    def __init__(self, win: WindowHost) -> None:
+        super().__init__(win)
+        self.started_at: float | None = None
+        self.last_event: Any = None  # the running tune's latest event: fresher counts than its snapshot
+
+    def start_tune(
+        self,
+        settings: TuneSettings | None = None,
+        target_spec: str | None = None,
+        new_session: bool | None = None,
+        resume_session_id: int | None = None,
+    ) -> None:
+        """Tune the open model (with the panel's settings and target unless given); a no-op while
+        a tune runs or before a model is open."""
+        win = self.win
+        if win.worker is not None or win.model_path is None or win.db_path is None:
+            return
+        try:
+            settings = settings or win.settings_panel.settings()
+            target_spec = target_spec if target_spec is not None else win.settings_panel.target.text()
+            target = parse_target(target_spec)
+        except (BcdError, ValueError) as err:
+            win.report_error(err, "start tuning")
+            return
+        if new_session is None and win.reader is not None and win.model_hash:
+            # A finished session with the same settings is not re-tuned: start a fresh one.
+            existing = win.reader.find_session(
+                win.model_hash, target_key(target), settings.strategy, settings.identity()
+            )
+            new_session = existing is not None and existing["status"] == "completed"
+        win.worker = TuneWorker(
+            win.model_path, win.db_path, target_spec, settings, bool(new_session), resume_session_id
+        )
+        self._follow(win.worker)
+        self.started_at = time.monotonic()
+        self.last_event = None
+        win.settings_panel.set_enabled_for_tuning(False)
+        win.status_text.setText(
+            f"Tuning {win.model_path.name} with {settings.strategy}: importing and extracting tasks..."
+        )
+        win.progress.setRange(0, 0)
+        win.worker.start()
+        win.update_actions()
+
+    def _follow(self, worker: TuneWorker) -> None:
+        worker.event.connect(self._on_event)
+        worker.snapshot.connect(self._on_worker_snapshot)
+        # Bound methods of this controller (a QObject on the GUI thread), not lambdas: the worker
+        # lives in its own thread, so a lambda would run there and build the error dialog off the
+        # GUI thread (Qt refuses to parent it).
+        worker.failed.connect(self._tune_failed)
+        worker.failed.connect(self.win.tuneFinished.emit)
+        worker.finished.connect(self._tune_finished)
+
+    def _on_event(self, event: Any) -> None:
+        self.last_event = event
+        status_text = self.win.status_text
+        if isinstance(event, SessionStarted):
+            verb = "Resuming" if event.resumed else "Started"
+            status_text.setText(
+                f"{verb} session {event.session_id}: {event.num_tasks} tasks, {event.trials_total} trials"
+            )
+        elif isinstance(event, RoundFinished):
+            paused = self.win.worker is not None and self.win.worker.control.paused
+            state = "Pausing after this batch" if paused else "Tuning"
+            status_text.setText(
+                f"{state}: round {event.round}, {event.task_name}: best {format_latency(event.best_task_latency_s)}; "
+                f"model {format_latency(event.estimated_latency_s)}"
+            )
+        elif isinstance(event, SessionMessage):
+            log.info("session %s: %s", event.kind, event.message)
+            if event.message == "paused" or event.kind == "paused":
+                status_text.setText("Paused. Press Space to resume.")
+            elif event.kind in ("fallback", "warning"):
+                status_text.setText(event.message)
+        elif isinstance(event, SessionFinished):
+            status_text.setText(
+                f"Session {event.session_id} {event.status}: {event.trials_done} trials, model "
+                f"{format_latency(event.estimated_latency_s)} after {format_duration(event.elapsed_s)}"
+            )
+        self.win.update_status()
+
+    def _on_worker_snapshot(self, snapshot: SessionSnapshot) -> None:
+        win = self.win
+        if not win.workspace.showing_results():
+            win.workspace.show_results()
+        first = win.snapshot is None or win.snapshot.session_id != snapshot.session_id
+        win.show_snapshot(snapshot)
+        if first:
+            win.tree.expandAll()
+        if win.reader is not None:  # the running session's trials and estimate, too
+            win.sessions.show_sessions(win.reader.sessions())
+
+    def _tune_failed(self, error: BaseException) -> None:
+        self.win.report_error(error, "tune")
+
+    def _tune_finished(self) -> None:
+        win = self.win
+        worker = win.worker
+        win.worker = None
+        win.settings_panel.set_enabled_for_tuning(True)
+        win.status_line.show_finished()
+        if win.reader is not None:
+            win.sessions.show_sessions(win.reader.sessions())
+            if worker is not None and worker.session_id is not None:
+                win.show_session(worker.session_id)
+        win.update_actions()
+        event = self.last_event
+        win.tuneFinished.emit(event.status if isinstance(event, SessionFinished) else None)
+
+    def toggle_pause(self) -> None:
+        win = self.win
+        if win.worker is None:
+            return
+        control = win.worker.control
+        if control.paused:
+            control.resume()
+            win.status_text.setText("Resumed")
+            win.window_actions.show_paused(False)
+        else:
+            control.pause()
+            win.status_text.setText("Pausing after the batch in flight (nothing measured is lost)...")
+            win.window_actions.show_paused(True)
+
+    def stop_tune(self) -> None:
+        if self.win.worker is None:
+            return
+        self.win.worker.control.stop()
+        self.win.worker.control.resume()  # a paused session must wake up to stop
+        self.win.status_text.setText("Stopping after the batch in flight; everything measured is saved...")
+
+    def stop_and_wait(self) -> None:
+        """Stop a running tune after its batch in flight and wait for it (closing the window)."""
+        worker = self.win.worker
+        if worker is not None:
+            worker.control.stop()
+            worker.control.resume()
+            worker.thread.wait()

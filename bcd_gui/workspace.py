@@ -1,0 +1,173 @@
+"""The window's central area: a welcome page, then the cluster tree beside the plots.
+
+The tree's selection is read here too, since the steering and the task views act on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QItemSelectionModel, QObject, Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QTabWidget,
+    QTreeView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from bcd_core.session_view import SessionSnapshot
+from bcd_gui.cluster_model import COLUMNS, ROLE_ITEM, ClusterTreeModel
+from bcd_gui.paths import SAMPLE_MODEL, icon
+from bcd_gui.plots import CostModelPlot, ModelLatencyPlot, TaskCurvesPlot, restyle
+from bcd_gui.theme import PlotColors
+
+COLUMN_WIDTHS_EM = {
+    "Task": 22,
+    "Trials": 5,
+    "Best": 6,
+    "Speedup": 5.5,
+    "Status": 6.5,
+    "Origin": 6,
+    "Weight": 5,
+    "FLOPs": 5.5,
+    "Shapes": 16,
+    "Key": 12,
+}
+
+
+class Workspace:
+    """Builds and holds the central widgets; `pages` is what the window shows in the middle.
+    `open_sample` and `choose_model` are what the welcome page's two buttons do; the tree model
+    is parented to `parent`, the window."""
+
+    def __init__(
+        self,
+        parent: QObject,
+        colors: PlotColors,
+        open_sample: Callable[[], None],
+        choose_model: Callable[[], None],
+    ) -> None:
+        self.tree_model = ClusterTreeModel(parent)
+        self.tree = self._build_tree(self.tree_model)
+        self.resize_columns()
+        self.latency_plot = ModelLatencyPlot(colors)
+        self.task_plot = TaskCurvesPlot(colors)
+        self.cost_plot = CostModelPlot(colors)
+        self.plot_tabs = QTabWidget()
+        self.plot_tabs.addTab(self.task_plot, "Tasks")
+        self.plot_tabs.addTab(self.cost_plot, "Cost model")
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.latency_plot)
+        right.addWidget(self.plot_tabs)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(self.tree)
+        self.splitter.addWidget(right)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 2)
+        self.splitter.setSizes([640, 440])
+        self.welcome = self._build_welcome(open_sample, choose_model)
+        self.pages = QStackedWidget()
+        self.pages.addWidget(self.welcome)
+        self.pages.addWidget(self.splitter)
+
+    @staticmethod
+    def _build_tree(model: ClusterTreeModel) -> QTreeView:
+        tree = QTreeView()
+        tree.setObjectName("clusterTree")
+        tree.setModel(model)
+        tree.setAlternatingRowColors(True)
+        tree.setUniformRowHeights(True)
+        tree.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        tree.setDragDropMode(QAbstractItemView.DragDropMode.InternalMove)
+        tree.setDragEnabled(True)
+        tree.setAcceptDrops(True)
+        tree.setDropIndicatorShown(True)
+        tree.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
+        # Interactive, not ResizeToContents: measuring contents calls data() for every row on
+        # every update, and each call needs the GIL that the tuner thread is using.
+        header = tree.header()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(True)
+        return tree
+
+    def _build_welcome(self, open_sample: Callable[[], None], choose_model: Callable[[], None]) -> QWidget:
+        welcome = QWidget()
+        layout = QVBoxLayout(welcome)
+        layout.addStretch()
+        title = QLabel(
+            "<h2>Open an ONNX model to tune</h2>"
+            "<p>File &gt; Open (Ctrl+O), drop a file here, or start with the bundled sample.</p>"
+        )
+        title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        layout.addWidget(title)
+        row = QHBoxLayout()
+        row.addStretch()
+        self.sample_button = QPushButton(icon("tune"), f"Open the sample model ({SAMPLE_MODEL.name})")
+        self.sample_button.clicked.connect(open_sample)
+        open_button = QPushButton(icon("open"), "Open...")
+        open_button.clicked.connect(choose_model)
+        row.addWidget(self.sample_button)
+        row.addWidget(open_button)
+        row.addStretch()
+        layout.addLayout(row)
+        layout.addStretch()
+        return welcome
+
+    def resize_columns(self) -> None:
+        """Widths from the font, not from the contents: measuring contents calls data() for
+        every cell, and each call waits for the GIL while the tuner thread runs Python."""
+        em = self.tree.fontMetrics().horizontalAdvance("M")
+        for column, name in enumerate(COLUMNS):
+            self.tree.setColumnWidth(column, int(COLUMN_WIDTHS_EM.get(name, 8) * em))
+
+    def show_results(self) -> None:
+        """Leave the welcome page for the tree and plots."""
+        self.pages.setCurrentWidget(self.splitter)
+
+    def showing_results(self) -> bool:
+        return self.pages.currentWidget() is self.splitter
+
+    def restyle(self, colors: PlotColors) -> None:
+        for widget in (
+            self.latency_plot.widget,
+            self.task_plot.widget,
+            self.cost_plot.accuracy,
+            self.cost_plot.scatter_plot,
+        ):
+            restyle(widget, colors)
+
+    # -- the tree's selection -------------------------------------------------------------
+    def selected_items(self) -> list[tuple[str, Any]]:
+        items = []
+        for index in self.tree.selectionModel().selectedRows(0):
+            item = index.data(ROLE_ITEM)
+            if item is not None:
+                items.append(tuple(item))
+        return items
+
+    def selected_tasks(self) -> list[int]:
+        return [value for kind, value in self.selected_items() if kind == "task"]
+
+    def selected_cluster(self, snapshot: SessionSnapshot | None) -> str | None:
+        """The cluster selected, or the cluster of the first task selected (per `snapshot`)."""
+        for kind, value in self.selected_items():
+            if kind == "cluster":
+                return value
+            if kind == "task" and snapshot is not None:
+                return snapshot.task(value).cluster_key
+        return None
+
+    def select_item(self, item: tuple[str, Any]) -> None:
+        index = self.tree_model.index_of(item)
+        self.tree.selectionModel().select(
+            index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+        )
+        self.tree.setCurrentIndex(index)
