@@ -9,6 +9,7 @@ from bcd_core.errors import BcdError
 from bcd_core.session_view import preview_snapshot
 from bcd_core.target import parse_target
 from bcd_core.tuning.session import prepare_model
+from bcd_core.tuning.settings import DEFAULT_CLUSTER_MODE
 from bcd_core.untuned import measure_untuned
 from bcd_gui.dialogs import ask_model_path
 from bcd_gui.host import Controller
@@ -38,7 +39,7 @@ class ModelController(Controller):
         except BcdError as err:
             win.report_error(err, "open the model")
             return
-        mode = win.settings_panel.cluster_mode.currentText()
+        mode = DEFAULT_CLUSTER_MODE  # clustering is a research option, not in the Settings panel
 
         def work(progress: Any) -> Any:
             progress(0, 2, f"importing {path.name} and extracting tuning tasks")

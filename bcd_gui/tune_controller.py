@@ -8,9 +8,10 @@ from typing import Any
 
 from bcd_core.errors import BcdError
 from bcd_core.formatting import format_duration, format_latency
+from bcd_core.records.states import EventKind, SessionStatus
 from bcd_core.session_view import SessionSnapshot
 from bcd_core.target import parse_target, target_key
-from bcd_core.tuning.events import RoundFinished, SessionFinished, SessionMessage, SessionStarted
+from bcd_core.tuning.events import RoundFinished, SessionFinished, SessionMessage, SessionPaused, SessionStarted
 from bcd_core.tuning.settings import TuneSettings
 from bcd_gui.host import Controller, WindowHost
 from bcd_gui.jobs import TuneWorker
@@ -50,7 +51,7 @@ class TuneController(Controller):
             existing = win.reader.find_session(
                 win.model_hash, target_key(target), settings.strategy, settings.identity()
             )
-            new_session = existing is not None and existing["status"] == "completed"
+            new_session = existing is not None and existing["status"] == SessionStatus.COMPLETED
         win.worker = TuneWorker(
             win.model_path, win.db_path, target_spec, settings, bool(new_session), resume_session_id
         )
@@ -92,10 +93,11 @@ class TuneController(Controller):
             )
         elif isinstance(event, SessionMessage):
             log.info("session %s: %s", event.kind, event.message)
-            if event.message == "paused" or event.kind == "paused":
-                status_text.setText("Paused. Press Space to resume.")
-            elif event.kind in ("fallback", "warning"):
+            if event.kind in (EventKind.FALLBACK, EventKind.WARNING):
                 status_text.setText(event.message)
+        elif isinstance(event, SessionPaused):
+            if event.paused:
+                status_text.setText("Paused. Press Space to resume.")
         elif isinstance(event, SessionFinished):
             status_text.setText(
                 f"Session {event.session_id} {event.status}: {event.trials_done} trials, model "

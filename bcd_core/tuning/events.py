@@ -40,6 +40,14 @@ class SessionMessage:
 
 
 @dataclass(frozen=True)
+class SessionPaused:
+    """The tuner stopped at a round boundary because the user paused it (paused), or went on."""
+
+    session_id: int
+    paused: bool
+
+
+@dataclass(frozen=True)
 class SessionFinished:
     session_id: int
     status: str
@@ -48,5 +56,5 @@ class SessionFinished:
     elapsed_s: float
 
 
-TuneEvent = SessionStarted | RoundFinished | SessionMessage | SessionFinished
+TuneEvent = SessionStarted | RoundFinished | SessionMessage | SessionPaused | SessionFinished
 Listener = Callable[[TuneEvent], None]

@@ -36,7 +36,15 @@ from bcd_core.records.store import (
 from bcd_core.target import describe_target, target_key
 from bcd_core.tasks import Task, extract_tasks
 from bcd_core.tuning.control import TuningControl
-from bcd_core.tuning.events import Listener, RoundFinished, SessionFinished, SessionMessage, SessionStarted, TuneEvent
+from bcd_core.tuning.events import (
+    Listener,
+    RoundFinished,
+    SessionFinished,
+    SessionMessage,
+    SessionPaused,
+    SessionStarted,
+    TuneEvent,
+)
 from bcd_core.tuning.options import PHASED
 from bcd_core.tuning.settings import (
     DEFAULT_CLUSTER_MODE,
@@ -368,12 +376,22 @@ class TuningRun:
         if self.control_in_callback:
             self._honour_control()
 
+    def wait_while_paused(self) -> float:
+        """Block while the user has the tune paused, telling the listeners; the seconds waited
+        (not session time)."""
+        if not self.control.paused or self.control.stop_requested:
+            return 0.0
+        self.message(EventKind.INFO, "paused")
+        self.emit(SessionPaused(self.session_id, True))
+        waited = self.control.wait_while_paused()
+        self.paused_s += waited
+        if not self.control.stop_requested:
+            self.message(EventKind.INFO, "resumed")
+            self.emit(SessionPaused(self.session_id, False))
+        return waited
+
     def _honour_control(self) -> None:
-        if self.control.paused and not self.control.stop_requested:
-            self.message(EventKind.INFO, "paused")
-            self.paused_s += self.control.wait_while_paused()
-            if not self.control.stop_requested:
-                self.message(EventKind.INFO, "resumed")
+        self.wait_while_paused()
         if self.control.stop_requested:
             self.message(EventKind.INFO, "stopped by the user after a saved batch")
             self.stopped_from_callback = True

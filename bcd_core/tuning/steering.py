@@ -141,13 +141,7 @@ def honour_control(steering: ClusterSteering) -> bool:
     run = steering.run
     started = time.perf_counter()
     control = run.control
-    if control.paused and not control.stop_requested:
-        run.message(EventKind.INFO, "paused")
-        waited = control.wait_while_paused()
-        run.paused_s += waited
-        started += waited  # waiting is not bookkeeping
-        if not control.stop_requested:
-            run.message(EventKind.INFO, "resumed")
+    started += run.wait_while_paused()  # waiting is not bookkeeping
     if control.stop_requested:
         run.message(EventKind.INFO, "stopped by the user at a round boundary")
         return False

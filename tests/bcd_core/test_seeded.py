@@ -12,7 +12,7 @@ from bcd_core.clustering import cluster_tasks
 from bcd_core.cost_model.phased import python_model
 from bcd_core.records.store import RecordStore
 from bcd_core.tuning.control import TuningControl
-from bcd_core.tuning.events import RoundFinished, SessionMessage
+from bcd_core.tuning.events import RoundFinished, SessionMessage, SessionPaused
 from bcd_core.tuning.seeded import DIFFUSION_MISSES, SeededPlan, first_round_order, task_gradient
 from bcd_core.tuning.session import prepare_model
 from bcd_core.tuning.settings import TuneSettings
@@ -154,8 +154,11 @@ def test_the_control_api_steers_it(tmp_path: Path, conv_cluster_model: Path, hos
     pool = next(t.index for t in prepared.tasks if t.index not in conv.members)
     control = TuningControl()
     applied: dict[str, int] = {}
+    pauses: list[bool] = []
 
     def steer(event) -> None:
+        if isinstance(event, SessionPaused):
+            pauses.append(event.paused)
         if isinstance(event, SessionMessage) and event.message == "paused":
             threading.Timer(0.5, control.resume).start()
         if not isinstance(event, RoundFinished):
@@ -181,6 +184,7 @@ def test_the_control_api_steers_it(tmp_path: Path, conv_cluster_model: Path, hos
     assert len(by_task[pool]) <= 2 * SETTINGS.batch_size  # its first batch, and at most one in flight
     kinds = [(e["kind"], e["message"]) for e in store.events(run.session_id)]
     assert ("info", "paused") in kinds and ("info", "resumed") in kinds
+    assert pauses == [True, False]  # the dashboard's cue, not the message text
     assert sum(k == "control" for k, _ in kinds) == 4
     assert run.paused_s >= 0.4
     assert store.session(run.session_id)["status"] == "completed"
