@@ -204,6 +204,11 @@ def batch_metrics_row(
     return {"round": round_number, "task_id": task_row_id, **batch_metrics(predicted, throughput)}
 
 
+def by_task_index(by_row_id: dict[int, Any], row_to_index: dict[int, int]) -> dict[int, Any]:
+    """A store query keyed by task row id, keyed by task index (rows of other sessions dropped)."""
+    return {row_to_index[k]: v for k, v in by_row_id.items() if k in row_to_index}
+
+
 class TuningRun:
     """One run of a session in this process: owns the clock, budgets, records and events."""
 
@@ -239,17 +244,11 @@ class TuningRun:
         self.task_row_ids = {row["idx"]: row["id"] for row in rows}
         self.workload_ids = {row["idx"]: row["workload_id"] for row in rows}
         self.round = store.last_round(self.session_id)
-        counts = store.trial_counts(self.session_id)
-        best = store.best_latencies(self.session_id)
         row_to_index = {row_id: index for index, row_id in self.task_row_ids.items()}
-        self.trial_counts = {row_to_index[k]: v for k, v in counts.items() if k in row_to_index}
-        self.best = {row_to_index[k]: v for k, v in best.items() if k in row_to_index}
-        self.rounds_per_task = {
-            row_to_index[k]: v for k, v in store.round_counts(self.session_id).items() if k in row_to_index
-        }
-        self.best_history = {
-            row_to_index[k]: v for k, v in store.best_history(self.session_id).items() if k in row_to_index
-        }
+        self.trial_counts = by_task_index(store.trial_counts(self.session_id), row_to_index)
+        self.best = by_task_index(store.best_latencies(self.session_id), row_to_index)
+        self.rounds_per_task = by_task_index(store.round_counts(self.session_id), row_to_index)
+        self.best_history = by_task_index(store.best_history(self.session_id), row_to_index)
         # Trials per task x tasks, unless the user changed the session's total while it ran.
         self.trials_total = int(self.session.get("total_budget") or settings.trials_per_task * len(self.tasks))
         self.cost_model: ms.cost_model.CostModel | None = None
