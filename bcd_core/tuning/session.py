@@ -376,8 +376,7 @@ class TuningRun:
             self._honour_control()
 
     def wait_while_paused(self) -> float:
-        """Block while the user has the tune paused, telling the listeners; the seconds waited
-        (not session time)."""
+        """Block while the user has the tune paused, telling listeners; returns seconds waited."""
         if not self.control.paused or self.control.stop_requested:
             return 0.0
         self.message(EventKind.INFO, "paused")
