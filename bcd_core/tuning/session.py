@@ -28,7 +28,7 @@ from bcd_core.errors import BcdError, StoreError
 from bcd_core.model_import import ImportedModel, import_model
 from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.failed_run import FAILED_RUN_SECS, is_failed_run
-from bcd_core.records.states import EventKind, SessionStatus, TaskStatus
+from bcd_core.records.states import EventKind, SessionStatus, TaskStatus, TrialOrigin
 from bcd_core.records.store import (
     RecordStore,
     TrialRow,
@@ -352,11 +352,8 @@ class TuningRun:
         """(origin, source trial id, adaptation) of a candidate. A diffused program is
         diffused once: when a later search happens to measure the same module again, that
         trial is the search's (a resumed plan would otherwise see a diffusion round there)."""
-        if self.provenance:
-            found = self.provenance.pop(int(tvm_ffi.structural_hash(candidate.sch.mod)), None)
-            if found is not None:
-                return "diffused", found[0], found[1]
-        return "evolved", None, None
+        found = self.provenance.pop(int(tvm_ffi.structural_hash(candidate.sch.mod)), None) if self.provenance else None
+        return (TrialOrigin.DIFFUSED, *found) if found is not None else (TrialOrigin.EVOLVED, None, None)
 
     def predict(self, task_index: int, candidates: list[Any]) -> list[float] | None:
         if self.cost_model is None or task_index not in self.contexts:
