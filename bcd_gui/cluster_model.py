@@ -14,7 +14,7 @@ from PySide6.QtGui import QBrush, QColor, QFont
 from bcd_core.formatting import format_flops, format_latency
 from bcd_core.records.states import BUSY_TASK_STATES, TaskStatus
 from bcd_core.session_view import SessionSnapshot, TaskView
-from bcd_core.tuning.control import ControlRequest
+from bcd_core.tuning.control import ControlRequest, RequestKind
 
 COLUMNS = ("Task", "Trials", "Best", "Speedup", "Status", "Origin", "Weight", "FLOPs", "Shapes", "Key")
 COL_STATUS = COLUMNS.index("Status")
@@ -75,19 +75,19 @@ class ClusterTreeModel(QAbstractItemModel):
         for request in requests:
             args = request.args
             text = {
-                "priority": "reorder",
-                "task_budget": f"budget {args.get('trials')}",
-                "cluster_budget": f"budget {args.get('trials')}",
-                "total_budget": f"total budget {args.get('trials')}",
-                "skip": "skip",
-                "move": "move",
-                "representative": "new representative",
+                RequestKind.PRIORITY: "reorder",
+                RequestKind.TASK_BUDGET: f"budget {args.get('trials')}",
+                RequestKind.CLUSTER_BUDGET: f"budget {args.get('trials')}",
+                RequestKind.TOTAL_BUDGET: f"total budget {args.get('trials')}",
+                RequestKind.SKIP: "skip",
+                RequestKind.MOVE: "move",
+                RequestKind.REPRESENTATIVE: "new representative",
             }.get(request.kind, request.kind)
             if "task" in args:
                 tasks.setdefault(args["task"], []).append(text)
             if "cluster" in args and args["cluster"]:
                 clusters.setdefault(args["cluster"], []).append(text)
-            if request.kind == "priority":
+            if request.kind == RequestKind.PRIORITY:
                 for key in args.get("order", []):
                     clusters.setdefault(key, []).append(text)
         self._pending_task, self._pending_cluster = tasks, clusters

@@ -10,12 +10,23 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
+
+
+class RequestKind(StrEnum):
+    PRIORITY = "priority"
+    TASK_BUDGET = "task_budget"
+    CLUSTER_BUDGET = "cluster_budget"
+    TOTAL_BUDGET = "total_budget"
+    SKIP = "skip"
+    MOVE = "move"
+    REPRESENTATIVE = "representative"
 
 
 @dataclass(frozen=True)
 class ControlRequest:
-    kind: str  # priority | task_budget | cluster_budget | total_budget | skip | move | representative
+    kind: RequestKind
     args: dict[str, Any] = field(default_factory=dict)
     requested_at: float = field(default_factory=time.time)
 
@@ -61,7 +72,7 @@ class TuningControl:
         return time.perf_counter() - start
 
     # -- steering requests ----------------------------------------------------------------
-    def _request(self, kind: str, **args: Any) -> ControlRequest:
+    def _request(self, kind: RequestKind, **args: Any) -> ControlRequest:
         request = ControlRequest(kind, args)
         with self._lock:
             self._pending.append(request)
@@ -69,27 +80,27 @@ class TuningControl:
 
     def set_cluster_priority(self, cluster_keys: list[str]) -> ControlRequest:
         """Clusters in the order to tune them (keys not listed keep their relative order after)."""
-        return self._request("priority", order=list(cluster_keys))
+        return self._request(RequestKind.PRIORITY, order=list(cluster_keys))
 
     def set_task_budget(self, task_index: int, trials: int) -> ControlRequest:
-        return self._request("task_budget", task=task_index, trials=int(trials))
+        return self._request(RequestKind.TASK_BUDGET, task=task_index, trials=int(trials))
 
     def set_cluster_budget(self, cluster_key: str, trials: int) -> ControlRequest:
         """Per-task trial cap for every task of the cluster."""
-        return self._request("cluster_budget", cluster=cluster_key, trials=int(trials))
+        return self._request(RequestKind.CLUSTER_BUDGET, cluster=cluster_key, trials=int(trials))
 
     def set_total_budget(self, trials: int) -> ControlRequest:
-        return self._request("total_budget", trials=int(trials))
+        return self._request(RequestKind.TOTAL_BUDGET, trials=int(trials))
 
     def skip_task(self, task_index: int) -> ControlRequest:
-        return self._request("skip", task=task_index)
+        return self._request(RequestKind.SKIP, task=task_index)
 
     def move_task(self, task_index: int, cluster_key: str | None) -> ControlRequest:
         """Put a task into another cluster; None makes it a singleton."""
-        return self._request("move", task=task_index, cluster=cluster_key)
+        return self._request(RequestKind.MOVE, task=task_index, cluster=cluster_key)
 
     def set_representative(self, cluster_key: str, task_index: int) -> ControlRequest:
-        return self._request("representative", cluster=cluster_key, task=task_index)
+        return self._request(RequestKind.REPRESENTATIVE, cluster=cluster_key, task=task_index)
 
     def pending(self) -> list[ControlRequest]:
         with self._lock:

@@ -25,10 +25,20 @@ PHASED = "bcd-phased"
 CLUSTER_MODES = ("loose-sketch", "sketch", "operator")  # values of clustering.ClusterMode, default first
 REPRESENTATIVE_RULES = ("similar", "heaviest")  # values of clustering.RepresentativeRule, default first
 LATE_COST_MODELS = ("metaschedule", "shared")
-PRIOR_SOURCES = ("auto", "cluster", "representative")  # the default first
 FIRST_ROUNDS = ("ranked", "stock")  # the default first
 SEARCH_SEEDS = ("all", "own")  # the default first
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
+
+
+class PriorSource(StrEnum):
+    """bcd-phased: whose programs are diffused into a task (the default first)."""
+
+    AUTO = "auto"  # the cluster's when the model has a large cluster, else the representative's
+    CLUSTER = "cluster"  # every other task of its cluster, faster per FLOP than its own best
+    REPRESENTATIVE = "representative"  # its representative's (bcd-algorithm.md)
+
+
+PRIOR_SOURCES = tuple(PriorSource)
 
 
 class Level(StrEnum):

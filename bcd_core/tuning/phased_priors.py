@@ -11,6 +11,7 @@ from tvm.s_tir.schedule import Trace
 from bcd_core.clustering import Cluster, cluster_tasks
 from bcd_core.diffusion import diffuse
 from bcd_core.records.states import EventKind, TaskStatus
+from bcd_core.tuning.options import PriorSource
 from bcd_core.tuning.priors import MIN_IMPROVEMENT, distinct_programs, faster_per_flop
 from bcd_core.tuning.settings import AUTO_CLUSTER_PRIORS_MIN_TASKS
 
@@ -30,12 +31,12 @@ class PlanPriors:
     @property
     def cluster_priors(self) -> bool:
         source = self.settings.prior_source
-        if source == "auto":
+        if source == PriorSource.AUTO:
             return self.largest_cluster_size >= AUTO_CLUSTER_PRIORS_MIN_TASKS
-        return source == "cluster"
+        return source == PriorSource.CLUSTER
 
     def announce_prior_source(self) -> None:
-        if self.settings.prior_source == "auto":
+        if self.settings.prior_source == PriorSource.AUTO:
             chosen = "the whole cluster" if self.cluster_priors else "the representative"
             self.run.message(
                 EventKind.INFO,

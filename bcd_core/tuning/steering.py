@@ -12,7 +12,7 @@ import time
 
 from bcd_core.clustering import Cluster, cluster_key, cluster_of, cluster_tasks
 from bcd_core.records.states import EventKind, TaskStatus
-from bcd_core.tuning.control import ControlRequest
+from bcd_core.tuning.control import ControlRequest, RequestKind
 from bcd_core.tuning.session import TuningRun
 
 SINGLETON_PREFIX = "single:"
@@ -94,26 +94,26 @@ class ClusterSteering:
     # -- requests ---------------------------------------------------------------------------
     def apply(self, request: ControlRequest) -> None:
         args = request.args
-        if request.kind == "priority":
+        if request.kind == RequestKind.PRIORITY:
             self.priority = list(args["order"])
             self.recluster()
-        elif request.kind == "task_budget":
+        elif request.kind == RequestKind.TASK_BUDGET:
             self.set_task_cap(args["task"], args["trials"])
-        elif request.kind == "cluster_budget":
+        elif request.kind == RequestKind.CLUSTER_BUDGET:
             cluster = next((c for c in self.clusters if c.key == args["cluster"]), None)
             for index in cluster.members if cluster else []:
                 self.set_task_cap(index, args["trials"])
-        elif request.kind == "total_budget":
+        elif request.kind == RequestKind.TOTAL_BUDGET:
             self.total_budget = self.run.trials_total = args["trials"]  # progress shows the new total
             self.run.store.set_total_budget(self.run.session_id, args["trials"])
-        elif request.kind == "skip":
+        elif request.kind == RequestKind.SKIP:
             self.skipped.add(args["task"])
             self.set_status(args["task"], TaskStatus.SKIPPED)
-        elif request.kind == "move":
+        elif request.kind == RequestKind.MOVE:
             key = args["cluster"] or f"{SINGLETON_PREFIX}{args['task']}"
             self.moved[args["task"]] = key
             self.recluster()
-        elif request.kind == "representative":
+        elif request.kind == RequestKind.REPRESENTATIVE:
             self.representative_overrides[args["cluster"]] = args["task"]
             self.recluster()
         else:
