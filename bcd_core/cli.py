@@ -345,7 +345,7 @@ def _add_option(parser: argparse.ArgumentParser, option: Option) -> None:
     default = getattr(TUNE_DEFAULTS, option.field)
     kwargs: dict[str, Any] = {"dest": option.dest, "default": default, "metavar": option.metavar}
     if option.choices:
-        kwargs["choices"] = list(option.choices)
+        kwargs["choices"] = [str(choice) for choice in option.choices]  # plain words in its messages
     elif option.type is not str:
         kwargs["type"] = option.type
     kwargs["help"] = option.help if option.level == Level.USER else argparse.SUPPRESS

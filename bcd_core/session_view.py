@@ -133,7 +133,8 @@ def _grouped(store: RecordStore, sql: str, params: list[Any]) -> list[tuple]:
 
 
 def _display_status(row: dict[str, Any], trials: int, cap: int | None, session_status: str) -> str:
-    status = TaskStatus(row["status"] or TaskStatus.QUEUED)
+    raw = row["status"] or TaskStatus.QUEUED
+    status = TaskStatus(raw) if raw in TASK_STATES else raw  # a status this version does not know: as stored
     if status in (TaskStatus.SKIPPED, TaskStatus.FALLBACK):
         return status
     if (cap is not None and trials >= cap) or (session_status == SessionStatus.COMPLETED and trials > 0):

@@ -192,11 +192,11 @@ class MainWindow(QMainWindow):
     def open_reader(self) -> bool:
         return self.session_view.open_reader()
 
-    _open_reader = open_reader  # the name tests and docs/load_bench.py use
+    _open_reader = open_reader  # the name tests and experiments/load_bench.py use
 
     @property
     def _baselines(self) -> dict[tuple[str, int], Baseline | None]:
-        return self.session_view.baselines  # docs/load_bench.py clears it to time a cold lookup
+        return self.session_view.baselines  # experiments/load_bench.py clears it to time a cold lookup
 
     def show_session(self, session_id: int) -> None:
         self.session_view.show_session(session_id)

@@ -12,6 +12,7 @@ from bcd_core.records.states import EventKind, SessionStatus
 from bcd_core.session_view import SessionSnapshot
 from bcd_core.target import parse_target, target_key
 from bcd_core.tuning.events import RoundFinished, SessionFinished, SessionMessage, SessionPaused, SessionStarted
+from bcd_core.tuning.session import find_session_to_continue
 from bcd_core.tuning.settings import TuneSettings
 from bcd_gui.host import Controller, WindowHost
 from bcd_gui.jobs import TuneWorker
@@ -48,9 +49,7 @@ class TuneController(Controller):
             return
         if new_session is None and win.reader is not None and win.model_hash:
             # A finished session with the same settings is not re-tuned: start a fresh one.
-            existing = win.reader.find_session(
-                win.model_hash, target_key(target), settings.strategy, settings.identity()
-            )
+            existing = find_session_to_continue(win.reader, win.model_hash, target_key(target), settings)
             new_session = existing is not None and existing["status"] == SessionStatus.COMPLETED
         win.worker = TuneWorker(
             win.model_path, win.db_path, target_spec, settings, bool(new_session), resume_session_id

@@ -45,11 +45,10 @@ from bcd_core.tuning.events import (
     SessionStarted,
     TuneEvent,
 )
-from bcd_core.tuning.options import PHASED
 from bcd_core.tuning.settings import (
     DEFAULT_CLUSTER_MODE,
     DEFAULT_REPRESENTATIVE_RULE,
-    IDENTITY_BEFORE_KEYS,
+    IDENTITY_ADDED_LATER,
     TuneSettings,
 )
 
@@ -130,11 +129,20 @@ def check_resumable(session: dict[str, Any], imported: ImportedModel, key: str, 
         )
 
 
+def find_session_to_continue(
+    store: RecordStore, model_hash: str, key: str, settings: TuneSettings
+) -> dict[str, Any] | None:
+    """The newest session a tune with `settings` continues, including one stored before some
+    of its identity keys existed."""
+    found = [store.find_session(model_hash, key, settings.strategy, i) for i in settings.identities_to_find()]
+    return max((s for s in found if s is not None), key=lambda s: s["id"], default=None)
+
+
 def stored_identity(session: dict[str, Any]) -> dict[str, Any]:
-    """A session's stored identity, with what a bcd session written before a key existed ran
-    with (IDENTITY_BEFORE_KEYS): not today's default for it."""
+    """A session's stored identity, with what a session written before a key existed ran
+    with (IDENTITY_ADDED_LATER): not today's default for it."""
     stored = json.loads(session["settings"] or "{}")
-    return {**IDENTITY_BEFORE_KEYS, **stored} if session["strategy"] == PHASED else stored
+    return {**IDENTITY_ADDED_LATER.get(session["strategy"], {}), **stored}
 
 
 def settings_of_session(session: dict[str, Any], base: TuneSettings) -> TuneSettings:
@@ -271,7 +279,7 @@ class TuningRun:
         elif new_session:
             existing = None
         else:
-            existing = self.store.find_session(imported.sha256, self.target_key, self.settings.strategy, identity)
+            existing = find_session_to_continue(self.store, imported.sha256, self.target_key, self.settings)
         if existing is not None:
             check_resumable(existing, imported, self.target_key, self.settings)
             check_same_tasks(self.store, existing["id"], self.tasks)

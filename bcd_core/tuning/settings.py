@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from itertools import combinations
 from typing import Any
 
 from bcd_core.tuning.options import (
     CLUSTER_MODES,
     FIRST_ROUNDS,
     LATE_COST_MODELS,
+    PHASED,
     PRIOR_SOURCES,
     REPRESENTATIVE_RULES,
     RUNNERS,
     SEARCH_SEEDS,
+    SEEDED,
     STRATEGIES,
     identity_fields,
 )
@@ -23,14 +26,19 @@ DEFAULT_REPRESENTATIVE_RULE = REPRESENTATIVE_RULES[0]
 # this many tasks, from the representative otherwise: cluster priors pay off in clusters of a
 # dozen or so tasks, and cost more than they bring in clusters of a few.
 AUTO_CLUSTER_PRIORS_MIN_TASKS = 8
-# What a bcd-phased session stored before these identity keys existed was tuned with:
-# resuming it by id keeps that, and a tune with other values starts a new session.
-IDENTITY_BEFORE_KEYS = {
-    "representative_rule": "similar",
-    "split_heavier_than": 0.0,
-    "prior_source": "representative",
-    "late_cost_model": "shared",
+# Identity keys added after sessions of a strategy were stored, with the value such a session
+# ran with (not today's default): it resumes with that value, and a tune that asks for that
+# value finds it (TuningRun._open_session).
+IDENTITY_ADDED_LATER: dict[str, dict[str, Any]] = {
+    SEEDED: {"search_seeds": "all"},
+    PHASED: {
+        "representative_rule": "similar",
+        "split_heavier_than": 0.0,
+        "prior_source": "representative",
+        "late_cost_model": "shared",
+    },
 }
+IDENTITY_BEFORE_KEYS = IDENTITY_ADDED_LATER[PHASED]
 CPU_BUILDER_TIMEOUT_S = 10.0
 GPU_BUILDER_TIMEOUT_S = 60.0
 
@@ -170,6 +178,19 @@ class TuneSettings:
         """What makes two runs 'the same session' (so a re-run resumes it): options.py's table."""
         data = asdict(self)
         return {k: data[k] for k in identity_fields(self.strategy)}
+
+    def identities_to_find(self) -> list[dict[str, Any]]:
+        """This identity, then as sessions stored before some of its keys existed would hold
+        it (only keys whose value is what such sessions ran with may be missing), fewest
+        missing first."""
+        identity = self.identity()
+        added = IDENTITY_ADDED_LATER.get(self.strategy, {})
+        droppable = [k for k, before in added.items() if k in identity and identity[k] == before]
+        found = [identity]
+        for size in range(1, len(droppable) + 1):
+            for dropped in combinations(droppable, size):
+                found.append({k: v for k, v in identity.items() if k not in dropped})
+        return found
 
 
 def parse_tracker_address(text: str) -> tuple[str, int]:

@@ -10,7 +10,7 @@ import pytest
 from bcd_core.clustering import cluster_tasks
 from bcd_core.cost_model import phased
 from bcd_core.records.store import RecordStore
-from bcd_core.tuning import bcd as bcd_module
+from bcd_core.tuning import phased_priors
 from bcd_core.tuning.bcd import BcdPlan, stalled_rounds
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import RoundFinished, SessionMessage
@@ -413,9 +413,9 @@ def test_cluster_priors_draw_on_every_other_task_faster_per_flop(
     assert TuneSettings().prior_source == "auto"
     plan.settings = replace(settings, prior_source="auto")
     largest = max(c.size for c in cluster_tasks(prepared.tasks, settings.cluster_mode) if not plan.is_minor(c))
-    assert plan.largest_cluster_size == largest == conv.size < bcd_module.AUTO_CLUSTER_PRIORS_MIN_TASKS
+    assert plan.largest_cluster_size == largest == conv.size < phased_priors.AUTO_CLUSTER_PRIORS_MIN_TASKS
     assert not plan.cluster_priors and plan.prior_sources(member) == [rep]
-    monkeypatch.setattr(bcd_module, "AUTO_CLUSTER_PRIORS_MIN_TASKS", largest)
+    monkeypatch.setattr(phased_priors, "AUTO_CLUSTER_PRIORS_MIN_TASKS", largest)
     assert plan.cluster_priors and sorted(plan.prior_sources(member)) == sorted([rep, other])
     # Once it has received programs, a task gets more only when its sources got better since.
     plan.representative_best_at_diffusion[member] = plan.source_best(member)

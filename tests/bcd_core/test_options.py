@@ -63,3 +63,22 @@ def test_bench_takes_its_strategies_from_strategies() -> None:
     bench = _subparser("bench")
     assert "--strategy" not in {flag for action in bench._actions for flag in action.option_strings}
     assert settings_from_args(build_parser().parse_args(["bench", "m.onnx"])).strategy == TuneSettings().strategy
+
+
+def test_a_session_stored_before_an_identity_key_existed_is_still_continued(tmp_path) -> None:
+    from bcd_core.records.store import RecordStore
+    from bcd_core.tuning.session import find_session_to_continue
+
+    store = RecordStore(tmp_path / "r.db")
+    today = TuneSettings()
+    older = {k: v for k, v in today.identity().items() if k != "search_seeds"}  # before --search-seeds
+    stored = store.create_session(
+        model_path="m.onnx", model_hash="h", target="{}", target_key="t", strategy="bcd", settings=older
+    )
+    assert find_session_to_continue(store, "h", "t", today)["id"] == stored
+    assert find_session_to_continue(store, "h", "t", TuneSettings(search_seeds="own")) is None
+    assert find_session_to_continue(store, "h", "t", TuneSettings(seed=1)) is None
+    newer = store.create_session(
+        model_path="m.onnx", model_hash="h", target="{}", target_key="t", strategy="bcd", settings=today.identity()
+    )
+    assert find_session_to_continue(store, "h", "t", today)["id"] == newer  # the newest first

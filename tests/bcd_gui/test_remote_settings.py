@@ -45,7 +45,7 @@ def test_the_panel_shows_the_user_options_of_the_table_only(qtbot) -> None:
     qtbot.addWidget(panel)
     form = panel.layout()
     assert isinstance(form, QFormLayout)
-    captions = [form.itemAt(row, QFormLayout.LabelRole).widget() for row in range(form.rowCount())]
+    captions = [form.itemAt(row, QFormLayout.ItemRole.LabelRole).widget() for row in range(form.rowCount())]
     texts = [label.text() for label in captions if isinstance(label, QLabel)]
     assert texts[0] == "Target" and "Input shapes" in texts
     assert [o.label for o in panel_options()] == [t for t in texts if t not in ("Target", "Input shapes")]
