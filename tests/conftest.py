@@ -14,6 +14,15 @@ import models  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 SHARED_MODELS = REPO.parent / "shared" / "models"
 SAMPLE_MODEL = REPO / "resources" / "models" / "mlp_mnist.onnx"
+# Fixtures that run a real tune (or start RPC servers) once for their module: a test that uses
+# one is slow however quick its own body is, so `pytest -m "not slow"` leaves it out.
+TUNING_FIXTURES = {"steered", "seeded", "cluster"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if TUNING_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

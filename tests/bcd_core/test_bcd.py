@@ -71,6 +71,7 @@ def steered(tmp_path_factory, conv_cluster_model: Path, host, layout):
     return run, RecordStore(db), applied_at
 
 
+@pytest.mark.slow
 def test_representative_is_tuned_first(steered, layout) -> None:
     run, store, _ = steered
     _, conv = layout
@@ -140,6 +141,7 @@ def test_stalled_rounds_counts_rounds_in_a_row_without_a_better_program(history,
     assert stalled_rounds(history) == stalled
 
 
+@pytest.mark.slow
 def test_a_member_whose_representative_improved_is_worth_a_refresh_round(
     tmp_path: Path, conv_cluster_model: Path, host, layout
 ):
@@ -167,6 +169,7 @@ def test_a_member_whose_representative_improved_is_worth_a_refresh_round(
     assert plan.expected_gain(member)[1] == pytest.approx(unchanged)
 
 
+@pytest.mark.slow
 def test_phase_three_prefers_the_round_that_buys_more_latency_per_trial(
     tmp_path: Path, conv_cluster_model: Path, host, layout
 ):
@@ -194,6 +197,7 @@ def test_phase_three_prefers_the_round_that_buys_more_latency_per_trial(
     assert plan.next_task() == other
 
 
+@pytest.mark.slow
 def test_a_representative_runs_phase_one_until_it_stalls(tmp_path: Path, conv_cluster_model: Path, host, layout):
     _, conv = layout
     run = run_session(conv_cluster_model, tmp_path / "patience.db", host, SETTINGS)
@@ -224,6 +228,7 @@ def test_a_representative_runs_phase_one_until_it_stalls(tmp_path: Path, conv_cl
     assert not plan.in_phase_one(conv)
 
 
+@pytest.mark.slow
 def test_stop_then_resume_continues_the_session(tmp_path: Path, conv_cluster_model: Path, host, layout) -> None:
     control = TuningControl()
 
@@ -254,6 +259,7 @@ def test_stop_then_resume_continues_the_session(tmp_path: Path, conv_cluster_mod
     assert any("cost model retrained" in m for m in events)
 
 
+@pytest.mark.slow
 def test_the_users_cluster_changes_and_total_budget_survive_a_stop_and_resume(
     tmp_path: Path, conv_cluster_model: Path, host, layout
 ) -> None:
@@ -288,6 +294,7 @@ def test_the_users_cluster_changes_and_total_budget_survive_a_stop_and_resume(
     assert second.trials_total == smaller_total == len(RecordStore(db).trials(first.session_id))
 
 
+@pytest.mark.slow
 def test_phase_three_ranks_with_metaschedules_model_once_it_has_learnt(
     tmp_path: Path, conv_cluster_model: Path, host, monkeypatch
 ) -> None:
@@ -314,6 +321,7 @@ def test_phase_three_ranks_with_metaschedules_model_once_it_has_learnt(
     assert type(shared_only.cost_model._inst).__name__ == "SharedXGBModel"
 
 
+@pytest.mark.slow
 def test_loose_sketch_clusters_diffuse_across_epilogues(tmp_path: Path, tiny_mlp: Path, host) -> None:
     # fused_matmul1_add1_relu1 and fused_matmul2_add2 differ only by the inlined ReLU.
     settings = replace(
@@ -334,6 +342,7 @@ def test_loose_sketch_clusters_diffuse_across_epilogues(tmp_path: Path, tiny_mlp
     assert member["diffused_best_s"] is not None
 
 
+@pytest.mark.slow
 def test_a_member_far_heavier_than_its_representative_is_tuned_as_a_singleton(
     tmp_path: Path, uneven_convnet: Path, host
 ) -> None:
@@ -369,6 +378,7 @@ def run_cluster_rows(rows: dict[int, dict]) -> list[list[dict]]:
     return list(groups.values())
 
 
+@pytest.mark.slow
 def test_cluster_priors_draw_on_every_other_task_faster_per_flop(
     tmp_path: Path, conv_cluster_model: Path, host, layout, monkeypatch
 ) -> None:

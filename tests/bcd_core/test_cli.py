@@ -46,6 +46,7 @@ def test_inspect_json_shows_loose_sketch_clusters_across_epilogues(tiny_mlp: Pat
     assert relu["loose_sketch_representative"] != plain["loose_sketch_representative"]
 
 
+@pytest.mark.slow
 def test_inspect_with_the_heaviest_rule_names_each_clusters_heaviest_task(uneven_convnet: Path) -> None:
     def inspect(*options: str) -> dict:
         result = bcd("inspect", str(uneven_convnet), "--json", *options)
@@ -89,6 +90,7 @@ def test_truncated_model_cli(tmp_path: Path) -> None:
     assert result.returncode == 2 and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_unsupported_dynamic_and_target_errors(unsupported_model: Path, dynamic_mlp: Path) -> None:
     result = bcd("inspect", str(unsupported_model))
     assert result.returncode == 2 and "FrobnicateTensor" in result.stderr

@@ -210,6 +210,7 @@ def diffuse_on_cuda(model_dir: Path):
     return target, member, result
 
 
+@pytest.mark.slow
 def test_cuda_design_spaces_diffuse_and_pass_gpu_verification(model_dir: Path) -> None:
     """CUDA path on a CPU-only machine: design spaces, diffusion and post-processing
     (including VerifyGPUCode) without building or running."""

@@ -28,6 +28,7 @@ def test_builder_timeout_defaults_by_target_and_can_be_set() -> None:
         TuneSettings(builder_timeout_s=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["metaschedule", "bcd"])
 def test_a_task_whose_candidates_all_time_out_is_skipped_with_the_reason(
     tiny_mlp: Path, tmp_path: Path, strategy: str
@@ -78,6 +79,7 @@ def measured(db: Path) -> int:
         conn.close()
 
 
+@pytest.mark.slow
 def test_killing_builder_and_runner_workers_does_not_stop_the_session(tiny_convnet: Path, tmp_path: Path) -> None:
     db = tmp_path / "workers.db"
     settings = TuneSettings(strategy="bcd", trials_per_task=6, trials_per_round=2)

@@ -20,6 +20,7 @@ def tune_command(model: Path, db: Path, strategy: str, trials_per_task: int = 6)
     return [sys.executable, "-m", "bcd_core", "tune", str(model), *options]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["metaschedule", "bcd"])
 def test_killed_tune_resumes_without_losing_trials(tiny_convnet: Path, tmp_path: Path, strategy: str) -> None:
     db = tmp_path / "resume.db"
@@ -55,6 +56,7 @@ def test_killed_tune_resumes_without_losing_trials(tiny_convnet: Path, tmp_path:
 TRIALS_FOR_THREE_KILLS = 16  # enough rounds that three random kill points fall inside the tune
 
 
+@pytest.mark.slow
 def test_repeated_sigkill_at_random_points_loses_and_duplicates_nothing(tiny_convnet: Path, tmp_path: Path) -> None:
     """Kill `bcd tune` (with its builder and runner workers) at random moments, three times;
     after each kill every trial committed so far is still there exactly once, and the
@@ -101,6 +103,7 @@ def test_repeated_sigkill_at_random_points_loses_and_duplicates_nothing(tiny_con
     assert len(after) >= TRIALS_FOR_THREE_KILLS * len(store.tasks(sessions[0]["id"]))  # the whole budget
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_session_whose_model_or_target_changed(tiny_convnet: Path, tiny_mlp: Path, tmp_path: Path):
     db = tmp_path / "refuse.db"
     command = [sys.executable, "-m", "bcd_core", "tune", str(tiny_convnet), "--strategy", "metaschedule"]

@@ -191,6 +191,7 @@ def rpc_args(model: Path, db: Path, *extra: str) -> list[str]:
     return ["tune", str(model), "--strategy", "metaschedule", "--db", str(db), *extra]
 
 
+@pytest.mark.slow
 def test_tune_goes_on_when_a_server_dies_mid_run(cluster: RpcCluster, tiny_mlp: Path, tmp_path: Path, host) -> None:
     args = cli.build_parser().parse_args(
         rpc_args(tiny_mlp, tmp_path / "rpc.db", "--trials-per-task", "4", "--trials-per-round", "2")

@@ -80,6 +80,7 @@ def test_a_task_that_diffusion_keeps_missing_receives_no_more() -> None:
 
 
 # -- a tune ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_diffused_candidates_join_member_rounds_with_provenance(seeded, layout) -> None:
     run, store = seeded
     _, conv = layout
@@ -132,6 +133,7 @@ def test_representatives_are_measured_before_members_and_budget_is_spent(seeded,
     assert store.session(run.session_id)["trials_done"] == SETTINGS.trials_per_task * len(prepared.tasks)
 
 
+@pytest.mark.slow
 def test_without_diffusion_the_search_is_stocks(tmp_path: Path, conv_cluster_model: Path, host, layout) -> None:
     """The floor: with diffusion off and stock's first rounds, every candidate comes from
     MetaSchedule's search ranked by MetaSchedule's own model, every task gets a round before
@@ -148,6 +150,7 @@ def test_without_diffusion_the_search_is_stocks(tmp_path: Path, conv_cluster_mod
     assert len(trials) == SETTINGS.trials_per_task * len(prepared.tasks)
 
 
+@pytest.mark.slow
 def test_the_control_api_steers_it(tmp_path: Path, conv_cluster_model: Path, host, layout) -> None:
     prepared, conv = layout
     member_b, member_c = conv.followers()
@@ -190,6 +193,7 @@ def test_the_control_api_steers_it(tmp_path: Path, conv_cluster_model: Path, hos
     assert store.session(run.session_id)["status"] == "completed"
 
 
+@pytest.mark.slow
 def test_a_stopped_session_resumes_without_diffusing_a_program_twice(
     tmp_path: Path, conv_cluster_model: Path, host, layout
 ) -> None:

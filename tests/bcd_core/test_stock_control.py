@@ -3,6 +3,8 @@
 import threading
 from pathlib import Path
 
+import pytest
+
 from bcd_core.records.store import RecordStore
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import RoundFinished
@@ -10,6 +12,7 @@ from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.tune import run_session
 
 
+@pytest.mark.slow
 def test_stock_pause_stop_and_resume(tmp_path: Path, tiny_mlp: Path, host) -> None:
     settings = TuneSettings(strategy="metaschedule", trials_per_task=4, trials_per_round=2)
     control = TuningControl()

@@ -30,6 +30,7 @@ def tuned(tmp_path_factory, tiny_mlp: Path, host):
     return run, db, events
 
 
+@pytest.mark.slow
 def test_every_measured_candidate_is_recorded(tuned) -> None:
     run, db, events = tuned
     rounds = [e for e in events if isinstance(e, RoundFinished)]
@@ -95,6 +96,7 @@ def test_rerun_of_a_completed_session_adds_nothing(tuned, tiny_mlp: Path, host) 
     assert len(RecordStore(db).sessions()) == 1
 
 
+@pytest.mark.slow
 def test_cli_tune_then_export_sample_model(tmp_path: Path) -> None:
     """The acceptance path: bcd tune (metaschedule, 4 trials per task) then bcd export + check."""
     db, out = tmp_path / "mlp.db", tmp_path / "mlp.so"
@@ -139,6 +141,7 @@ def test_cli_tune_then_export_sample_model(tmp_path: Path) -> None:
     assert check.returncode == 0 and "outputs match" in check.stdout
 
 
+@pytest.mark.slow
 def test_a_model_with_token_ids_is_measured_and_exported(tmp_path: Path, host) -> None:
     """Random int64 token ids index far outside the embedding table and crashed the runner,
     so the lookup task had no measurement and the model no estimate (BERT's `take`)."""

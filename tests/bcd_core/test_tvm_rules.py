@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import models
+import pytest
 
 from bcd_core.tasks import normalize_sketch
 
@@ -35,6 +36,7 @@ def design_space(model: Path, mode: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_pooling_gets_tvms_fallback_schedule_without_its_warning(tmp_path: Path) -> None:
     model = models.max_pool(tmp_path / "pool.onnx")
     plain = design_space(model, "plain")

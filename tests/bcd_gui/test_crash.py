@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from store_helpers import committed_trials
 
 from bcd_core.records.store import RecordStore
@@ -19,6 +20,7 @@ def dashboard(model: Path, db: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "bcd_gui", str(model), "--db", str(db), "--tune", "--trials-per-task", "6", *extra]
 
 
+@pytest.mark.slow
 def test_a_killed_dashboard_resumes_without_losing_trials(tiny_convnet: Path, tmp_path: Path) -> None:
     db = tmp_path / "gui.db"
     # Offscreen Qt, and settings (recent files, geometry) in the test's own folder.

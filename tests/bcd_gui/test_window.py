@@ -138,6 +138,7 @@ def test_recent_files_and_drag_and_drop(qtbot, window, tiny_mlp: Path, qsettings
     assert window.recent_menu.actions()[0].text().startswith("&1 tiny_mlp.onnx")
 
 
+@pytest.mark.slow
 def test_sessions_list_reopens_and_resumes_a_stored_session(qtbot, window, tiny_mlp: Path, tmp_path: Path) -> None:
     """A session stopped from the CLI shows up in the list and can be resumed to completion."""
     from bcd_core.target import host_target
@@ -175,6 +176,7 @@ def test_launcher_parses_its_options() -> None:
     assert (args.model, args.db) == ("model.onnx", "x.db")
 
 
+@pytest.mark.slow
 def test_closing_while_tuning_stops_after_the_batch_and_keeps_it(qtbot, window, tiny_mlp: Path) -> None:
     open_and_wait(qtbot, window, tiny_mlp)
     window.start_tune(TuneSettings(trials_per_task=40, trials_per_round=2), "llvm", new_session=True)

@@ -56,6 +56,7 @@ def open_good(qtbot, win, path: Path) -> None:
     assert win.tree_model.rowCount() > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", corpus.MODEL_CASES + corpus.TARGET_CASES, ids=lambda c: c.id)
 def test_bad_model_or_target_shows_the_message_and_the_app_keeps_working(
     case: Case, qtbot, make_window, tmp_path: Path, existing_store: Path, good_model: Path
@@ -72,6 +73,7 @@ def test_bad_model_or_target_shows_the_message_and_the_app_keeps_working(
     assert corpus.store_rows(existing_store) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", corpus.STORE_CASES, ids=lambda c: c.id)
 def test_unusable_store_shows_the_message_and_stays_untouched(
     case: Case, qtbot, make_window, tmp_path: Path, good_model: Path
