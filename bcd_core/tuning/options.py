@@ -26,7 +26,7 @@ CLUSTER_MODES = ("loose-sketch", "sketch", "operator")  # values of clustering.C
 REPRESENTATIVE_RULES = ("similar", "heaviest")  # values of clustering.RepresentativeRule, default first
 LATE_COST_MODELS = ("metaschedule", "shared")
 FIRST_ROUNDS = ("ranked", "stock")  # the default first
-SEARCH_SEEDS = ("all", "own")  # the default first
+SEARCH_SEEDS = ("own", "all")  # the default first
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
 
 
@@ -130,8 +130,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "search_seeds",
         Level.RESEARCH,
-        "which measured programs seed a task's evolutionary search: all its best records, or only "
-        "those its own search found (diffused programs then compete without steering the search)",
+        "which measured programs seed a task's evolutionary search: only those its own search found "
+        "(diffused programs compete in their share of a round without steering it), or all its best records",
         "--search-seeds",
         choices=SEARCH_SEEDS,
         identity_of=(SEEDED,),

@@ -13,10 +13,11 @@ with the stock settings. BCD adds three things:
 - Diffusion: when a round of a task begins and other tasks of its cluster have measured
   programs faster per FLOP than the task's own best, some of the round's candidates
   (`diffusion_share` of the batch) are those programs diffused into the task (tile sizes
-  adapted, provenance kept), in place of the lowest-ranked picks. Once measured they are
-  records of the task, so the search's next population starts from them when they are good
-  (MetaSchedule seeds each search from the task's best records) and ignores them when they
-  are not: a wrong guess costs those few trials, never the task's budget. A program is
+  adapted, provenance kept), in place of the lowest-ranked picks. Once measured they count
+  for the task's best, but its evolutionary search starts only from the programs it found
+  itself (`search_seeds` "own"): a diffused program that is good but not the best the task
+  can reach does not hold the search in its basin, so a wrong guess costs those few trials,
+  never the task's budget. A program is
   diffused into a task once, no program is measured twice for a task, and a task that two
   diffused batches in a row did not improve receives no more. The first round robin
   measures every cluster's representative before any member, so members already get their

@@ -117,8 +117,10 @@ class TuneSettings:
     # design space ranked by the shared model, tuning/first_round.py) or "stock"
     # (MetaSchedule's evolutionary search, which ranks an unmeasured task at random).
     first_round: str = FIRST_ROUNDS[0]
-    # "bcd": whether diffused programs, once measured, may seed the task's evolutionary search
-    # ("all") or only compete in their share of a round ("own": the search sees only what it found).
+    # "bcd": which measured programs seed a task's evolutionary search. "own": only what its own
+    # search found, so a diffused program competes in its share of a round but never steers the
+    # search (one that is merely good enough otherwise holds the search in its basin); "all":
+    # every best record of the task, diffused ones included.
     search_seeds: str = SEARCH_SEEDS[0]
 
     def __post_init__(self) -> None:
