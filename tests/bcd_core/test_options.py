@@ -70,15 +70,15 @@ def test_a_session_stored_before_an_identity_key_existed_is_still_continued(tmp_
     from bcd_core.tuning.session import find_session_to_continue
 
     store = RecordStore(tmp_path / "r.db")
-    today = TuneSettings()
-    older = {k: v for k, v in today.identity().items() if k != "search_seeds"}  # before --search-seeds
+    before = TuneSettings(search_seeds="all")  # what bcd sessions ran with before the key existed
+    older = {k: v for k, v in before.identity().items() if k != "search_seeds"}
     stored = store.create_session(
         model_path="m.onnx", model_hash="h", target="{}", target_key="t", strategy="bcd", settings=older
     )
-    assert find_session_to_continue(store, "h", "t", today)["id"] == stored
-    assert find_session_to_continue(store, "h", "t", TuneSettings(search_seeds="own")) is None
-    assert find_session_to_continue(store, "h", "t", TuneSettings(seed=1)) is None
+    assert find_session_to_continue(store, "h", "t", before)["id"] == stored
+    assert find_session_to_continue(store, "h", "t", TuneSettings(search_seeds="own")) is None  # another search
+    assert find_session_to_continue(store, "h", "t", TuneSettings(search_seeds="all", seed=1)) is None
     newer = store.create_session(
-        model_path="m.onnx", model_hash="h", target="{}", target_key="t", strategy="bcd", settings=today.identity()
+        model_path="m.onnx", model_hash="h", target="{}", target_key="t", strategy="bcd", settings=before.identity()
     )
-    assert find_session_to_continue(store, "h", "t", today)["id"] == newer  # the newest first
+    assert find_session_to_continue(store, "h", "t", before)["id"] == newer  # the newest first
