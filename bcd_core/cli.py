@@ -128,7 +128,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
 
     if args.runner != "rpc" and (args.tracker or args.tracker_key):  # likely a forgotten --runner rpc
         raise BcdError("--tracker and --key choose remote servers: add --runner rpc (or drop them to measure here)")
-    values = {option.field: getattr(args, option.dest) for option in flagged_options()}
+    values = {option.field: getattr(args, option.field) for option in flagged_options()}
     try:
         return TuneSettings(
             **values,
@@ -343,7 +343,7 @@ def _add_option(parser: argparse.ArgumentParser, option: Option) -> None:
     """One row of the options table as an argument; research options are accepted but hidden
     (experiments/README.md documents them)."""
     default = getattr(TUNE_DEFAULTS, option.field)
-    kwargs: dict[str, Any] = {"dest": option.dest, "default": default, "metavar": option.metavar}
+    kwargs: dict[str, Any] = {"dest": option.field, "default": default, "metavar": option.metavar}
     if option.choices:
         kwargs["choices"] = [str(choice) for choice in option.choices]  # plain words in its messages
     elif option.type is not str:

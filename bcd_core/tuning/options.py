@@ -64,10 +64,6 @@ class Option:
     # starts a new session instead of resuming).
     identity_of: tuple[str, ...] = ()
 
-    @property
-    def dest(self) -> str:
-        return self.field
-
 
 # Identity options first, in the order sessions have always stored them.
 OPTIONS: tuple[Option, ...] = (
