@@ -197,7 +197,7 @@ def measurement_outcome(built: Any, ran: Any) -> tuple[str | None, list[float] |
     elif ran.error_msg:
         error = "run: " + str(ran.error_msg)
     run_secs = _seconds(ran.run_secs) if error is None and ran.run_secs is not None else None
-    if run_secs is not None and is_failed_run(run_secs):
+    if run_secs and is_failed_run(run_secs):  # an empty list stays as it was before the shared definition
         run_secs, error = None, "run: no valid run time"
     return error, run_secs
 
