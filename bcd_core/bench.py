@@ -28,13 +28,21 @@ from tvm.target import Target
 
 from bcd_core.errors import MissingRecordError
 from bcd_core.export import compile_tuned, export_library, run_library, run_onnxruntime, target_device
+from bcd_core.memory.recall import COLD, MemoryRequest
 from bcd_core.model_import import InputSpec, load_onnx, random_inputs, static_inputs
 from bcd_core.session_view import first_time_at_or_below, session_timeline, session_trial_timeline
 from bcd_core.target import describe_target, host_core_count
 from bcd_core.tuning.events import Listener
+from bcd_core.tuning.options import STOCK
 from bcd_core.tuning.session import TuningRun
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.tune import run_session
+
+
+def memory_for(strategy: str, memory: MemoryRequest) -> MemoryRequest:
+    """Stock MetaSchedule is the cold baseline: it never draws on memory."""
+    return COLD if strategy == STOCK else memory
+
 
 log = logging.getLogger("bcd.bench")
 STRATEGY_ORDER = ("metaschedule", "bcd")
@@ -135,6 +143,7 @@ def run_bench(
     listeners: Sequence[Listener] = (),
     latency_runs: int = 50,
     progress: Any = print,
+    memory: MemoryRequest = COLD,
 ) -> BenchReport:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -150,7 +159,7 @@ def run_bench(
             probes[f"before {strategy}"] = probe
         progress(f"== {strategy} ==")
         results[strategy], library, prepared_inputs = _tune_strategy(
-            model, target, replace(settings, strategy=strategy), out_dir, listeners, progress
+            model, target, replace(settings, strategy=strategy), out_dir, listeners, progress, memory
         )
         if library is not None:
             libraries[strategy] = library
@@ -174,11 +183,14 @@ def _tune_strategy(
     out_dir: Path,
     listeners: Sequence[Listener],
     progress: Any,
+    memory: MemoryRequest = COLD,
 ) -> tuple[StrategyResult, Path | None, list[InputSpec]]:
     """Tune with `settings.strategy` in a store of its own, then compile the tuned model:
     (the strategy's result, its compiled model or None, the model's inputs)."""
     strategy = settings.strategy
-    run = run_session(model, out_dir / f"{strategy}.db", target, settings, listeners)
+    run = run_session(
+        model, out_dir / f"{strategy}.db", target, settings, listeners, memory=memory_for(strategy, memory)
+    )
     session = run.store.session(run.session_id)
     imported = run.prepared.imported
     progress(f"compiling the {strategy} model")

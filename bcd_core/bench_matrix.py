@@ -26,9 +26,17 @@ from typing import Any
 
 from tvm.target import Target
 
-from bcd_core.bench import finish_latency_plot, machine_probe_ms, measure_alternately, speedup_at_equal_latency
+from bcd_core.bench import (
+    COLD,
+    finish_latency_plot,
+    machine_probe_ms,
+    measure_alternately,
+    memory_for,
+    speedup_at_equal_latency,
+)
 from bcd_core.errors import MissingRecordError
 from bcd_core.export import compile_tuned, export_library, run_onnxruntime
+from bcd_core.memory.recall import MemoryRequest
 from bcd_core.model_import import load_onnx, random_inputs, static_inputs
 from bcd_core.session_view import session_timeline, session_trial_timeline
 from bcd_core.target import describe_target, host_core_count
@@ -116,6 +124,7 @@ class Matrix:
     threads: int
     command: str
     models: list[ModelMatrix]
+    memory: list[str] = field(default_factory=list)  # stores BCD drew on (--memory); stock is cold
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -179,6 +188,7 @@ def run_matrix(
     listeners: Sequence[Listener] = (),
     latency_runs: int = 30,
     progress: Any = print,
+    memory: MemoryRequest = COLD,
 ) -> Matrix:
     out_dir = Path(out_dir)
     matrix = Matrix(
@@ -189,10 +199,13 @@ def run_matrix(
         threads=host_core_count(),
         command=command,
         models=[],
+        memory=list(memory.stores) if memory.enabled else [],
     )
     order = [BASELINE, *[s for s in strategies if s != BASELINE]]
     for model in models:
-        result = _bench_model(Path(model), target, settings, order, seeds, out_dir, listeners, latency_runs, progress)
+        result = _bench_model(
+            Path(model), target, settings, order, seeds, out_dir, listeners, latency_runs, progress, memory
+        )
         matrix.models.append(result)
         write_matrix(matrix, out_dir)  # a long matrix keeps what it has if stopped later
     return matrix
@@ -208,6 +221,7 @@ def _bench_model(
     listeners: Sequence[Listener],
     latency_runs: int,
     progress: Any,
+    memory: MemoryRequest = COLD,
 ) -> ModelMatrix:
     folder = out_dir / model.stem
     folder.mkdir(parents=True, exist_ok=True)
@@ -224,7 +238,12 @@ def _bench_model(
             name = f"{strategy}-seed{seed}"
             progress(f"== {model.name}: {name} ==")
             run = run_session(
-                model, folder / f"{name}.db", target, replace(settings, strategy=strategy, seed=seed), listeners
+                model,
+                folder / f"{name}.db",
+                target,
+                replace(settings, strategy=strategy, seed=seed),
+                listeners,
+                memory=memory_for(strategy, memory),
             )
             inputs = run.prepared.imported.inputs
             try:

@@ -100,7 +100,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from bcd_core.inspect_view import inspect_model, inspection_json
 
     inspection = inspect_model(
-        args.model, args.target, args.input_shape, args.representative_rule, args.split_heavier_than
+        args.model, args.target, args.input_shape, args.representative_rule, args.split_heavier_than, args.db or ()
     )
     if args.json:
         print(json.dumps(inspection_json(inspection), indent=2))
@@ -111,7 +111,14 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def _print_inspection(inspection: Inspection) -> None:
     """`bcd inspect`'s table view: summary, the task table, then every mode's clusters."""
-    from bcd_core.inspect_view import INSPECT_MODES, TABLE_HEADERS, cluster_lines, summary_lines, task_rows
+    from bcd_core.inspect_view import (
+        INSPECT_MODES,
+        TABLE_HEADERS,
+        cluster_lines,
+        memory_lines,
+        summary_lines,
+        task_rows,
+    )
 
     for line in summary_lines(inspection):
         print(line)
@@ -119,6 +126,9 @@ def _print_inspection(inspection: Inspection) -> None:
     print(table(list(TABLE_HEADERS), task_rows(inspection)))
     for mode in INSPECT_MODES:
         for line in cluster_lines(inspection, mode):
+            print(line)
+    if inspection.memory is not None or inspection.memory_notes:
+        for line in memory_lines(inspection):
             print(line)
     print(f"\ninspected in {inspection.elapsed_s:.1f} s")
 
@@ -155,6 +165,12 @@ def _graceful_interrupt(control: TuningControl) -> Any:
     return handler
 
 
+def memory_request(args: argparse.Namespace) -> Any:
+    from bcd_core.memory.recall import MemoryRequest
+
+    return MemoryRequest(enabled=not getattr(args, "no_memory", False), stores=tuple(args.memory or ()))
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     from bcd_core.target import parse_target
     from bcd_core.tuning.tune import run_session
@@ -173,7 +189,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGINT, _graceful_interrupt(control))
     try:
         run = run_session(
-            args.model, db_path, target, settings, [ProgressBar()], args.new_session, control, args.resume
+            args.model,
+            db_path,
+            target,
+            settings,
+            [ProgressBar()],
+            args.new_session,
+            control,
+            args.resume,
+            memory_request(args),
         )
     except KeyboardInterrupt:
         print("\ninterrupted: every finished round is saved; run the same command again to resume", file=sys.stderr)
@@ -267,10 +291,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
     model = args.model[0]
     out = Path(args.out) if args.out else DEFAULT_RUNS_DIR / f"bench-{Path(model).stem}"
     say = lambda text: print(text, file=sys.stderr)  # noqa: E731
-    report = run_bench(model, parse_target(args.target), settings, out, [ProgressBar()], args.runs, say)
+    memory = bench_memory(args)
+    report = run_bench(model, parse_target(args.target), settings, out, [ProgressBar()], args.runs, say, memory)
     print(format_report(report))
     print(f"timelines, plot and JSON in {out}")
     return 0
+
+
+def bench_memory(args: argparse.Namespace) -> Any:
+    """Stock is always cold; BCD draws only on the stores named with --memory (a bench's own
+    stores hold nothing earlier)."""
+    from bcd_core.memory.recall import MemoryRequest
+
+    return MemoryRequest(enabled=bool(args.memory), stores=tuple(args.memory or ()))
 
 
 def _bench_matrix(args: argparse.Namespace, settings: Any, strategies: list[str]) -> int:
@@ -291,6 +324,7 @@ def _bench_matrix(args: argparse.Namespace, settings: Any, strategies: list[str]
         [ProgressBar()],
         args.runs,
         say,
+        bench_memory(args),
     )
     print(markdown_table(matrix))
     print(f"stores, compiled models and matrix.json in {out}")
@@ -365,6 +399,12 @@ def _add_inspect_command(sub: Any) -> None:
     inspect.add_argument("model")
     _add_model_options(inspect)
     _add_tuning_options(inspect, "representative_rule", "split_heavier_than")
+    inspect.add_argument(
+        "--db",
+        action="append",
+        metavar="STORE",
+        help="also list, per task, what a tune would draw on from the earlier tunes in this store (repeatable)",
+    )
     inspect.add_argument("--json", action="store_true", help="machine-readable output")
     inspect.set_defaults(func=cmd_inspect)
 
@@ -378,6 +418,15 @@ def _add_tune_command(sub: Any) -> None:
     tune.add_argument("--new-session", action="store_true", help="start over instead of resuming")
     tune.add_argument(
         "--resume", type=int, metavar="SESSION", help="continue this session (its settings; same model and target)"
+    )
+    tune.add_argument(
+        "--memory",
+        action="append",
+        metavar="STORE",
+        help="also draw on the tunes in this records database (read-only; repeatable)",
+    )
+    tune.add_argument(
+        "--no-memory", action="store_true", help="do not draw on earlier tunes of other models on this target"
     )
     tune.add_argument("--out", help="also export the tuned module here and check it")
     tune.add_argument("--no-check", action="store_true", help="with --out: skip the onnxruntime check")
@@ -396,6 +445,12 @@ def _add_bench_command(sub: Any) -> None:
         "--strategies",
         default="bcd",
         help="strategies to compare with stock MetaSchedule, comma-separated (e.g. bcd,bcd-phased)",
+    )
+    bench.add_argument(
+        "--memory",
+        action="append",
+        metavar="STORE",
+        help="BCD draws on the tunes in this records database (stock stays cold; repeatable)",
     )
     bench.add_argument("--out", help="folder for stores, timelines, plot, JSON (default runs/bench-MODEL)")
     bench.add_argument("--runs", type=int, default=50, help="runs for each measured latency")

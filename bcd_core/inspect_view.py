@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from tvm.target import Target
@@ -16,8 +17,10 @@ from tvm.target import Target
 from bcd_core.clustering import Cluster, cluster_of, cluster_tasks
 from bcd_core.errors import BcdError
 from bcd_core.formatting import format_flops
+from bcd_core.memory.recall import TuningMemory, preview_memory
+from bcd_core.memory.similar import RememberedTask
 from bcd_core.model_import import InputSpec, import_model, parse_input_shapes
-from bcd_core.target import describe_target, parse_target
+from bcd_core.target import describe_target, parse_target, target_key
 from bcd_core.tasks import Task, extract_tasks
 from bcd_core.tuning.settings import TuneSettings
 
@@ -47,12 +50,20 @@ class Inspection:
     tasks: list[Task]
     by_mode: dict[str, list[Cluster]]  # clusters of every mode in INSPECT_MODES, in that order
     elapsed_s: float
+    memory: TuningMemory | None = None  # what a tune would draw on from the stores named with --db
+    memory_notes: list[str] = field(default_factory=list)  # why some sessions are not drawn on
 
 
 def inspect_model(
-    model: str, target_spec: str, input_shape: list[str] | None, rule: str, split_heavier_than: float
+    model: str,
+    target_spec: str,
+    input_shape: list[str] | None,
+    rule: str,
+    split_heavier_than: float,
+    memory_stores: Sequence[str] = (),
 ) -> Inspection:
-    """Import the model, extract its tasks and cluster them in every mode."""
+    """Import the model, extract its tasks and cluster them in every mode; with
+    `memory_stores`, also find what each task would draw on from earlier tunes there."""
     start = time.perf_counter()
     try:  # the tuner's own checks of these settings, before the model is imported
         TuneSettings(representative_rule=rule, split_heavier_than=split_heavier_than)
@@ -64,6 +75,8 @@ def inspect_model(
     by_mode = {
         mode: cluster_tasks(tasks, mode, rule=rule, split_heavier_than=split_heavier_than) for mode in INSPECT_MODES
     }
+    notes: list[str] = []
+    memory = preview_memory(memory_stores, target_key(target), tasks, notes.append) if memory_stores else None
     return Inspection(
         model=model,
         target=target,
@@ -73,6 +86,8 @@ def inspect_model(
         tasks=tasks,
         by_mode=by_mode,
         elapsed_s=time.perf_counter() - start,
+        memory=memory,
+        memory_notes=notes,
     )
 
 
@@ -98,6 +113,24 @@ def _task_json(inspection: Inspection, task: Task) -> dict[str, Any]:
             f"{_json_name(mode)}_representative": cluster.representative == task.index
             for mode, cluster in clusters.items()
         },
+        "memory": [_remembered_json(r) for r in remembered(inspection, task)],
+    }
+
+
+def remembered(inspection: Inspection, task: Task) -> list[RememberedTask]:
+    """The earlier tunes' tasks `task` would draw programs from (none without --db)."""
+    if inspection.memory is None:
+        return []
+    return inspection.memory.similar(task.index, task)
+
+
+def _remembered_json(task: RememberedTask) -> dict[str, Any]:
+    return {
+        "store": task.store_label,
+        "session": task.session_id,
+        "model": task.model_name,
+        "task": task.name,
+        "best_s": task.best_s,
     }
 
 
@@ -169,4 +202,16 @@ def cluster_lines(inspection: Inspection, mode: str) -> list[str]:
         f"representative #{cluster.representative} {inspection.tasks[cluster.representative].name}"
         for cluster in clusters
     ]
+    return lines
+
+
+def memory_lines(inspection: Inspection) -> list[str]:
+    """Per task, the earlier tunes' tasks it would draw on (with --db)."""
+    lines = ["\nmemory: what each task would draw on from earlier tunes on this target", *inspection.memory_notes]
+    for task in inspection.tasks:
+        found = remembered(inspection, task)
+        sources = "; ".join(f"{r.model_name} {r.name} ({r.best_s * 1e6:.1f} us, session {r.session_id})" for r in found)
+        lines.append(f"  #{task.index:<3} {task.name:<36} {sources or 'nothing similar'}")
+    drawing = sum(1 for task in inspection.tasks if remembered(inspection, task))
+    lines.append(f"  {drawing} of {len(inspection.tasks)} tasks would draw on memory")
     return lines

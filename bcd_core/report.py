@@ -170,6 +170,7 @@ def _html(snapshot: SessionSnapshot, images: dict[str, str]) -> str:
         ("trials", f"{snapshot.trials_done} ({snapshot.failed_trials} failed)"),
         ("tuning time", f"{(s['elapsed_s'] or 0) / 60:.1f} min"),
         ("estimated latency", "n/a" if estimate is None else f"{estimate * 1e3:.4f} ms"),
+        ("memory", "none" if snapshot.memory is None else html.escape(snapshot.memory.describe())),
         ("settings", html.escape(json.dumps(snapshot.settings))),
     ]
     rows = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in summary)
@@ -219,6 +220,7 @@ def write_report(
             {
                 "session": snapshot.session,
                 "estimated_latency_s": snapshot.estimated_latency_s,
+                "memory": asdict(snapshot.memory) if snapshot.memory else None,
                 "tasks": task_rows,
                 "clusters": [asdict(c) for c in snapshot.clusters],
                 "timeline": snapshot.timeline,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bcd_core.errors import StoreError
-from bcd_core.records.states import SessionStatus, TaskStatus
+from bcd_core.records.states import REMEMBERED_ORIGINS, SessionStatus, TaskStatus
 from bcd_core.records.store import RecordStore
 
 # The states a task goes through, in the order a user sees them.
@@ -62,6 +62,39 @@ class ClusterView:
 
 
 @dataclass
+class MemoryUse:
+    """What a session drew on from earlier tunes (bcd_core/memory)."""
+
+    sessions: list[str]  # "model (session N)", with the store when it is not this one
+    tasks_seeded: int  # tasks that measured at least one remembered program
+    tasks_best: int  # tasks whose best program is a remembered one
+
+    def describe(self) -> str:
+        return (
+            f"{self.tasks_seeded} tasks seeded from {len(self.sessions)} earlier tunes "
+            f"({', '.join(self.sessions)}); {self.tasks_best} kept a remembered program as best"
+        )
+
+
+def memory_use(store: RecordStore, session_id: int, tasks: Sequence[TaskView]) -> MemoryUse | None:
+    rows = store.memory_used(session_id)
+    if not rows:
+        return None
+    sessions = [
+        f"{row['model_name']} (session {row['source_session_id']}{', ' + row['store'] if row['store'] else ''})"
+        for row in rows
+    ]
+    seeded = _grouped(
+        store,
+        "select count(distinct task_id) from trials where session_id = ? and origin in ('memory', 'reused')"
+        " and latency_s is not null",
+        [session_id],
+    )[0][0]
+    best = sum(1 for task in tasks if task.best_origin in REMEMBERED_ORIGINS)
+    return MemoryUse(sessions, int(seeded), best)
+
+
+@dataclass
 class SessionSnapshot:
     session: dict[str, Any]
     tasks: list[TaskView]
@@ -70,6 +103,7 @@ class SessionSnapshot:
     metrics: list[dict[str, Any]]  # per round: pairwise_accuracy, spearman, topk_recall
     failed_trials: int = 0
     settings: dict[str, Any] = field(default_factory=dict)
+    memory: MemoryUse | None = None  # None: the session drew on no earlier tune
     _by_index: dict[int, TaskView] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -229,6 +263,7 @@ def load_snapshot(store: RecordStore, session_id: int) -> SessionSnapshot:
         metrics=store.cost_model_metrics(session_id),
         failed_trials=sum(task.failed for task in tasks),
         settings=settings,
+        memory=memory_use(store, session_id, tasks),
     )
 
 
@@ -292,13 +327,14 @@ class Provenance:
     best_s: float | None
     trials: int
     diffused_trials: int
+    origin: str | None = None  # of the program that seeded it: "diffused", "memory" or "reused"
+    memory_trials: int = 0  # remembered programs measured for it
 
 
 def provenance_of(store: RecordStore, snapshot: SessionSnapshot, task_index: int) -> Provenance:
     task = snapshot.task(task_index)
     source_id = task.diffused_from_trial_id
     representative = source_latency = adaptation = None
-    diffused_trials = 0
     sid = snapshot.session_id
     if source_id is not None:
         found = _grouped(
@@ -315,11 +351,23 @@ def provenance_of(store: RecordStore, snapshot: SessionSnapshot, task_index: int
             [sid, task.row_id, source_id],
         )
         adaptation = adapted[0][0] if adapted else None
-    diffused_trials = _grouped(
+    counts = dict(
+        _grouped(
+            store,
+            "select origin, count(*) from trials where session_id = ? and task_id = ?"
+            " and origin in ('diffused', 'memory', 'reused') group by origin",
+            [sid, task.row_id],
+        )
+    )
+    seeding = _grouped(
         store,
-        "select count(*) from trials where session_id = ? and task_id = ? and origin = 'diffused'",
+        "select origin, adaptation from trials where session_id = ? and task_id = ?"
+        " and origin in ('diffused', 'memory', 'reused') and latency_s is not null order by latency_s limit 1",
         [sid, task.row_id],
-    )[0][0]
+    )
+    origin = seeding[0][0] if seeding else None
+    if origin in REMEMBERED_ORIGINS:  # another tune's program: the adaptation names its model and task
+        adaptation = seeding[0][1]
     return Provenance(
         task=task,
         representative=representative,
@@ -329,7 +377,9 @@ def provenance_of(store: RecordStore, snapshot: SessionSnapshot, task_index: int
         diffused_best_s=task.diffused_best_s,
         best_s=task.best_s,
         trials=task.trials,
-        diffused_trials=int(diffused_trials),
+        diffused_trials=int(counts.get("diffused", 0)),
+        origin=origin,
+        memory_trials=int(counts.get("memory", 0)) + int(counts.get("reused", 0)),
     )
 
 

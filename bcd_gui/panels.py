@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import logging
 from typing import Any
 
@@ -25,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from bcd_core.formatting import format_duration, format_flops, format_latency
 from bcd_core.model_import import parse_input_shapes
-from bcd_core.records.states import SessionStatus
+from bcd_core.records.states import REMEMBERED_ORIGINS, SessionStatus
 from bcd_core.session_view import Provenance, SessionSnapshot
 from bcd_core.tuning.options import Option, panel_options
 from bcd_core.tuning.settings import TuneSettings
@@ -121,7 +122,7 @@ class SettingsPanel(QWidget):
 class OverviewPanel(QWidget):
     """The model at a glance: tasks, clusters, FLOPs, untuned and tuned estimates."""
 
-    FIELDS = ("model", "tasks", "clusters", "flops", "untuned", "estimate", "trials", "session")
+    FIELDS = ("model", "tasks", "clusters", "flops", "untuned", "estimate", "trials", "session", "memory")
 
     def __init__(self) -> None:
         super().__init__()
@@ -136,6 +137,7 @@ class OverviewPanel(QWidget):
             "estimate": "Tuned estimate",
             "trials": "Trials",
             "session": "Session",
+            "memory": "Memory",
         }
         for row, name in enumerate(self.FIELDS):
             caption = QLabel(captions[name])
@@ -171,6 +173,9 @@ class OverviewPanel(QWidget):
         self.values["trials"].setText(f"{snapshot.trials_done} / {snapshot.trials_total}{failed}")
         session = "not tuned yet" if not s.get("id") else f"#{s['id']} {s['strategy']}, {s['status']}"
         self.values["session"].setText(session)
+        memory = snapshot.memory
+        self.values["memory"].setText("no earlier tune drawn on" if memory is None else memory.describe())
+        self.values["memory"].setWordWrap(True)
 
 
 class ProvenancePanel(QWidget):
@@ -191,7 +196,14 @@ class ProvenancePanel(QWidget):
             return
         task = info.task
         lines = [f"<b>{task.name}</b> ({task.status}, {info.trials} trials)"]
-        if task.is_representative:
+        if info.origin in REMEMBERED_ORIGINS:
+            earlier = "Reused unchanged" if info.origin == "reused" else "Seeded"
+            lines.append(
+                f"{earlier} from an earlier tune on this machine: <i>{html.escape(info.adaptation or 'n/a')}</i>; "
+                f"{info.memory_trials} remembered and {info.diffused_trials} diffused candidates measured."
+            )
+            lines.append(self._after_seeding(info))
+        elif task.is_representative:
             lines.append("Representative of its cluster: tuned first; its best programs seed the members.")
         elif info.source_trial_id is None:
             if task.fallback:
@@ -204,17 +216,17 @@ class ProvenancePanel(QWidget):
                 f"({format_latency(info.source_latency_s)} there), tiles adapted by "
                 f"<i>{info.adaptation or 'n/a'}</i>; {info.diffused_trials} diffused candidates measured."
             )
-            lines.append(
-                f"Best right after diffusion: <b>{format_latency(info.diffused_best_s)}</b>; "
-                f"now: <b>{format_latency(info.best_s)}</b>"
-                + (
-                    f" ({info.diffused_best_s / info.best_s:.2f}x better)"
-                    if info.diffused_best_s and info.best_s
-                    else ""
-                )
-            )
+            lines.append(self._after_seeding(info))
         lines.append(f"Best program's origin: {task.best_origin or 'none yet'}")
         self.text.setText("<br>".join(lines))
+
+    @staticmethod
+    def _after_seeding(info: Provenance) -> str:
+        gain = f" ({info.diffused_best_s / info.best_s:.2f}x better)" if info.diffused_best_s and info.best_s else ""
+        return (
+            f"Best right after diffusion: <b>{format_latency(info.diffused_best_s)}</b>; "
+            f"now: <b>{format_latency(info.best_s)}</b>{gain}"
+        )
 
 
 class SessionsPanel(QWidget):

@@ -148,7 +148,15 @@ TABLES: dict[str, Table] = {
         }
     ),
     "events": Table({"id": int, "session_id": int, "elapsed_s": float, "kind": str, "task_id": int, "message": str}),
+    # The earlier sessions a session's tuning memory drew on (bcd_core/memory), so that a
+    # resume draws on exactly these. `store` is "" for the session's own store.
+    "memory_used": Table(
+        {"id": int, "session_id": int, "store": str, "source_session_id": int, "model_name": str},
+        indexes=(Index(("session_id",)),),
+    ),
 }
+# Tables added after schema v1's first release: created in older stores when they open.
+TABLES_ADDED_LATER = ("memory_used",)
 
 # Covering indexes for what viewers read per session (session_view): trial counts and best
 # latency per task without reading the trials' traces, and the latest round at once.
@@ -161,9 +169,10 @@ VIEW_INDEXES = {
 SUPERSEDED_INDEXES = ("idx_trials_session_id_task_id",)
 
 
-def create_or_migrate(db: sqlite_utils.Database, path: Path) -> None:
+def create_or_migrate(db: sqlite_utils.Database, path: Path, read_only: bool = False) -> None:
     """Give an empty file the current schema; otherwise refuse a foreign file or another schema
-    version (StoreError) and bring an existing store's indexes up to date."""
+    version (StoreError) and bring an existing store's tables and indexes up to date (not
+    when it is opened read-only)."""
     conn = db.conn
     app_id = conn.execute("PRAGMA application_id").fetchone()[0]
     tables = set(db.table_names())
@@ -176,8 +185,14 @@ def create_or_migrate(db: sqlite_utils.Database, path: Path) -> None:
             ensure_view_indexes(db, path)
         return
     _check_is_current_store(db, path, app_id, tables)
+    if read_only:
+        return
     if db.journal_mode != "wal":
         db.enable_wal()
+    for name in TABLES_ADDED_LATER:
+        if name not in tables:
+            with db.atomic():
+                _create_table(db, name, TABLES[name])
     ensure_view_indexes(db, path)
 
 
@@ -197,11 +212,15 @@ def _check_is_current_store(db: sqlite_utils.Database, path: Path, app_id: int, 
 
 def _create_tables(db: sqlite_utils.Database) -> None:
     for name, spec in TABLES.items():
-        table = db[name]
-        # None, not (): sqlite_utils keeps an explicit value as the table object's default.
-        table.create(dict(spec.columns), pk=spec.pk, foreign_keys=list(spec.foreign_keys) or None)
-        for index in spec.indexes:
-            table.create_index(list(index.columns), unique=index.unique)
+        _create_table(db, name, spec)
+
+
+def _create_table(db: sqlite_utils.Database, name: str, spec: Table) -> None:
+    table = db[name]
+    # None, not (): sqlite_utils keeps an explicit value as the table object's default.
+    table.create(dict(spec.columns), pk=spec.pk, foreign_keys=list(spec.foreign_keys) or None)
+    for index in spec.indexes:
+        table.create_index(list(index.columns), unique=index.unique)
 
 
 def _write_meta(db: sqlite_utils.Database) -> None:

@@ -37,8 +37,20 @@ BUSY_TASK_STATES = (TaskStatus.TUNING, TaskStatus.REFINING, TaskStatus.DIFFUSED,
 class TrialOrigin(StrEnum):
     EVOLVED = "evolved"  # proposed by the search
     DIFFUSED = "diffused"  # another task's program, adapted
+    MEMORY = "memory"  # a program of an earlier tune's task (any model, same target), adapted
+    REUSED = "reused"  # an earlier tune's program for this very workload, unchanged
     COMMITTED = "committed"  # written through MetaSchedule's database interface
     IMPORTED = "imported"  # from a MetaSchedule JSON database
+
+
+# Programs that came from another task: they count for a task's best latency.
+CARRIED_ORIGINS = (TrialOrigin.DIFFUSED, TrialOrigin.MEMORY, TrialOrigin.REUSED)
+# Those that, with search seeds "own", never seed a task's evolutionary search: another
+# task's program adapted to this one can hold the search in its basin. A reused program is
+# this workload's own, as MetaSchedule reuses a tuned workload's records.
+SEARCH_HIDDEN_ORIGINS = (TrialOrigin.DIFFUSED, TrialOrigin.MEMORY)
+# Programs from earlier tunes (bcd_core/memory).
+REMEMBERED_ORIGINS = (TrialOrigin.MEMORY, TrialOrigin.REUSED)
 
 
 class EventKind(StrEnum):

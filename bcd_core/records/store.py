@@ -20,6 +20,7 @@ import sqlite_utils
 
 from bcd_core.errors import StoreError
 from bcd_core.records.failed_run import FAILED_RUN_SECS
+from bcd_core.records.memory import MemoryMixin
 from bcd_core.records.rows import (
     TrialRow,
     now_iso,
@@ -52,21 +53,26 @@ __all__ = [
 BUSY_TIMEOUT_MS = 5000  # read when a store opens, so tests can shorten it on this module
 
 
-class RecordStore(SessionsMixin, TrialsMixin, TimelineMixin):
+class RecordStore(SessionsMixin, TrialsMixin, TimelineMixin, MemoryMixin):
     """Thread-safe access to one records file (one connection, serialized by a lock)."""
 
-    def __init__(self, path: str | Path, create: bool = True) -> None:
+    def __init__(self, path: str | Path, create: bool = True, read_only: bool = False) -> None:
+        """`read_only`: open an existing store without writing to it (someone else's, e.g. a
+        team's tuning memory): nothing is created, upgraded or indexed."""
         self.path = Path(path)
-        if not create and not self.path.exists():
+        self.read_only = read_only
+        if (read_only or not create) and not self.path.exists():
             raise StoreError(f"records database not found: {self.path}")
         if self.path.exists() and self.path.is_dir():
             raise StoreError(f"{self.path} is a directory, not a records database")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         try:
-            conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+            where = f"{self.path.resolve().as_uri()}?mode=ro" if read_only else str(self.path)
+            conn = sqlite3.connect(where, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False, uri=read_only)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self.db = sqlite_utils.Database(conn)
-            create_or_migrate(self.db, self.path)
+            create_or_migrate(self.db, self.path, read_only)
         except sqlite3.DatabaseError as err:
             raise StoreError(self._explain(err)) from err

@@ -12,6 +12,7 @@ from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.cost_model.phased import STOCK_WARMUP_SAMPLES, PhasedCostModel, python_model, stored_runner_result
 from bcd_core.cost_model.xgb import SharedXGBModel
+from bcd_core.memory.pretrain import pretrain_from_memory
 from bcd_core.records.states import EventKind
 from bcd_core.target import host_core_count
 from bcd_core.tuning.measure import make_builder, make_runner
@@ -63,6 +64,9 @@ def drive(run: TuningRun, contexts: list[ms.TuneContext], scheduler: ms.task_sch
     scheduler enforces the (user-changeable) budget."""
     cost_model = make_cost_model(run)
     run.cost_model = cost_model
+    if run.memory is not None:
+        samples, seconds = pretrain_from_memory(run.memory, run.tasks, run.target, cost_model)
+        run.message(EventKind.INFO, f"memory: cost model pre-trained on {samples} remembered trials in {seconds:.1f} s")
     if run.resumed:
         retrain_from_store(run, cost_model)
     recorder = RecordTrials(run, [task.index for task in run.tasks])

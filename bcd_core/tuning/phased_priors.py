@@ -10,7 +10,7 @@ from tvm.s_tir.schedule import Trace
 
 from bcd_core.clustering import Cluster, cluster_tasks
 from bcd_core.diffusion import diffuse
-from bcd_core.records.states import EventKind, TaskStatus
+from bcd_core.records.states import EventKind, TaskStatus, TrialOrigin
 from bcd_core.tuning.options import PriorSource
 from bcd_core.tuning.priors import MIN_IMPROVEMENT, distinct_programs, faster_per_flop
 from bcd_core.tuning.settings import AUTO_CLUSTER_PRIORS_MIN_TASKS
@@ -141,7 +141,7 @@ class PlanPriors:
             self.searches[task_index].restrict_to(result.matched_sketch)
         for program in result.programs:
             key = int(tvm_ffi.structural_hash(program.schedule.mod))
-            self.run.provenance[key] = (program.source_trial_id, program.adaptation)
+            self.run.provenance[key] = (TrialOrigin.DIFFUSED, program.source_trial_id, program.adaptation)
         if not result.programs:
             self.run.message(
                 EventKind.WARNING,

@@ -22,6 +22,11 @@ with the stock settings. BCD adds three things:
   diffused batches in a row did not improve receives no more. The first round robin
   measures every cluster's representative before any member, so members already get their
   cluster's programs in their first round.
+- Memory (bcd_core/memory): programs of the most similar tasks of earlier tunes on this
+  target, of any model, are diffused the same way, before the cluster's, and may take half
+  of a task's first round; the cost model learns from their measurements before the first
+  round (driver.py). An earlier tune's program for this very workload is reused unchanged
+  and, as MetaSchedule reuses a tuned workload's records, may seed the task's search.
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.cost_model.phased import python_model
 from bcd_core.diffusion import diffuse
-from bcd_core.records.states import EventKind, TaskStatus, TrialOrigin
+from bcd_core.memory.recall import RememberedProgram
+from bcd_core.records.states import CARRIED_ORIGINS, SEARCH_HIDDEN_ORIGINS, EventKind, TaskStatus, TrialOrigin
 from bcd_core.tuning.driver import drive
 from bcd_core.tuning.first_round import module_hash, ranked_samples
 from bcd_core.tuning.metaschedule import evolutionary_search
@@ -53,6 +59,9 @@ NO_VALID_TIME = 1e100  # what GradientBased holds for a task with no valid measu
 # A task stops receiving diffused programs after this many diffused batches in a row of
 # which none became its best program.
 DIFFUSION_MISSES = 2
+# Share of a task's first round that programs from the tuning memory may take: a remembered
+# twin of the task is often already near its best, and a wrong guess still costs half a round.
+MEMORY_FIRST_ROUND_SHARE = 0.5
 
 
 def task_gradient(history: list[float], weight: float) -> float:
@@ -105,13 +114,13 @@ class SeededPlan(ClusterSteering):
             if index is None:
                 continue
             rounds.setdefault((trial["round"], index), []).append(trial)
-            if trial["origin"] == TrialOrigin.DIFFUSED and trial["source_trial_id"] is not None:
+            if trial["origin"] in CARRIED_ORIGINS and trial["source_trial_id"] is not None:
                 self.received.setdefault(index, set()).add(trial["source_trial_id"])
         best: dict[int, float] = {}
         for (_, index), trials in sorted(rounds.items()):
             latencies = [t["latency_s"] for t in trials if t["latency_s"]]
             best[index] = min([*latencies, best.get(index, math.inf)])
-            diffused = [t["latency_s"] or math.inf for t in trials if t["origin"] == TrialOrigin.DIFFUSED]
+            diffused = [t["latency_s"] or math.inf for t in trials if t["origin"] in CARRIED_ORIGINS]
             self.note_diffusion_outcome(index, diffused, best[index])
 
     def note_diffusion_outcome(self, task_index: int, diffused: list[float], best: float) -> None:
@@ -163,15 +172,21 @@ class SeededPlan(ClusterSteering):
         return alive[gradients.index(top)]
 
     # -- diffusion --------------------------------------------------------------------------
-    def diffusion_quota(self, task_index: int, batch: int) -> int:
+    def remembers(self, task_index: int) -> bool:
+        memory = self.run.memory
+        return memory is not None and bool(memory.similar(task_index, self.run.tasks[task_index]))
+
+    def diffusion_quota(self, task_index: int, batch: int, first: bool = False) -> int:
         share = self.settings.diffusion_share
-        if share <= 0 or self.cluster_of(task_index).size < 2:
+        if share <= 0 or (self.cluster_of(task_index).size < 2 and not self.remembers(task_index)):
             return 0
         if self.misses.get(task_index, 0) >= DIFFUSION_MISSES:
             return 0
-        # The same share in a task's first round, not more: a larger one holds a task whose
-        # programs are unlike its cluster-mates' (a 3-channel first convolution) in their
-        # basin, where the search's random picks find much faster programs.
+        if first and self.remembers(task_index):
+            return max(1, int(batch * MEMORY_FIRST_ROUND_SHARE))
+        # The same share in a task's first round, not more, from its cluster: a larger one
+        # holds a task whose programs are unlike its cluster-mates' (a 3-channel first
+        # convolution) in their basin, where the search's random picks find faster programs.
         return max(1, int(batch * share))
 
     def mix_in_diffused(self, task_index: int, candidates: list[ms.MeasureCandidate]) -> list[ms.MeasureCandidate]:
@@ -196,7 +211,7 @@ class SeededPlan(ClusterSteering):
         fresh sample of its design space, half the cost model's best, half at random
         (first_round.py)."""
         seen = self.seen.setdefault(task_index, set())
-        quota = min(self.diffusion_quota(task_index, batch), batch)
+        quota = min(self.diffusion_quota(task_index, batch, first=True), batch)
         seeds = self.diffused(task_index, quota, seen) if quota else []
         count = batch - len(seeds)
         return self.ranked(task_index, count, explore=count // 2) + seeds
@@ -210,14 +225,55 @@ class SeededPlan(ClusterSteering):
         return ranked_samples(run.contexts[task_index], search, score, count, population, seen, explore, self.rng)
 
     def diffused(self, task_index: int, count: int, seen: set[int]) -> list[ms.MeasureCandidate]:
+        """Up to `count` diffused programs: from the tuning memory first, then from the cluster."""
+        if task_index not in self.sketches:
+            return []
+        programs = self.from_memory(task_index, count, seen)
+        if len(programs) < count and self.cluster_of(task_index).size > 1:
+            programs += self.from_cluster(task_index, count - len(programs), seen)
+        return programs
+
+    def diffusion_seed(self, task_index: int) -> int:
+        return self.settings.seed * 7919 + task_index * 101 + self.run.round
+
+    def from_memory(self, task_index: int, count: int, seen: set[int]) -> list[ms.MeasureCandidate]:
+        """Programs of the most similar tasks of earlier tunes, faster per FLOP than the
+        task's own best; provenance names the session, model and task they came from."""
+        run, memory = self.run, self.run.memory
+        if memory is None or count <= 0:
+            return []
+        task = run.tasks[task_index]
+        received = self.received.setdefault(task_index, set())
+        remembered = memory.programs(task_index, task, 2 * count, exclude=received)
+        own = run.best.get(task_index)
+        bound = own / max(task.flops, 1.0) if own else math.inf
+        priors = [p for p in remembered if p.latency_s / max(p.task.flops, 1.0) < bound][:count]
+        received.update(p.trial_id for p in priors)
+        if not priors:
+            return []
+        indexed = [(position, p.trace) for position, p in enumerate(priors)]
+        seed = self.diffusion_seed(task_index)
+        result = diffuse(run.contexts[task_index], self.sketches[task_index], indexed, count, seed, seen, spread=True)
+        for program in result.programs:
+            source: RememberedProgram = priors[program.source_trial_id]
+            own_store = not source.task.store_label
+            reused = program.adaptation == "copy" and memory.is_same_workload(task_index, task, source.task)
+            run.provenance[module_hash(program.schedule)] = (
+                TrialOrigin.REUSED if reused else TrialOrigin.MEMORY,
+                source.trial_id if own_store else None,
+                f"{program.adaptation}; from {source.task.describe()}",
+            )
+        return [program.candidate() for program in result.programs]
+
+    def from_cluster(self, task_index: int, count: int, seen: set[int]) -> list[ms.MeasureCandidate]:
         run = self.run
         cluster = self.cluster_of(task_index)
         received = self.received.setdefault(task_index, set())
         sources = [m for m in cluster.members if m != task_index]
         priors = faster_per_flop(run, task_index, sources, count, exclude=received)
-        if not priors or task_index not in self.sketches:
+        if not priors:
             return []
-        seed = self.settings.seed * 7919 + task_index * 101 + run.round
+        seed = self.diffusion_seed(task_index)
         result = diffuse(run.contexts[task_index], self.sketches[task_index], priors, count, seed, seen, spread=True)
         received.update(trial_id for trial_id, _ in priors)
         if result.matched_sketch is None and task_index not in self.unmatched:
@@ -230,6 +286,7 @@ class SeededPlan(ClusterSteering):
             )
         for program in result.programs:
             run.provenance[module_hash(program.schedule)] = (
+                TrialOrigin.DIFFUSED,
                 program.source_trial_id,
                 program.adaptation,
             )
@@ -238,13 +295,11 @@ class SeededPlan(ClusterSteering):
     def after_batch(self, task_index: int, trials: list[Any], trial_ids: list[int]) -> None:
         """Status and provenance for the cluster tree: a task's first valid diffused program
         is what diffusion gave it (its latency then is kept beside its latency now)."""
-        diffused_latencies = [t.latency_s or math.inf for t in trials if t.origin == TrialOrigin.DIFFUSED]
+        diffused_latencies = [t.latency_s or math.inf for t in trials if t.origin in CARRIED_ORIGINS]
         self.note_diffusion_outcome(task_index, diffused_latencies, self.run.best.get(task_index, math.inf))
         if task_index in self.skipped:
             return
-        diffused = [
-            (t.latency_s, t.source_trial_id) for t in trials if t.origin == TrialOrigin.DIFFUSED and t.latency_s
-        ]
+        diffused = [(t.latency_s, t.source_trial_id) for t in trials if t.origin in CARRIED_ORIGINS and t.latency_s]
         fields: dict[str, Any] = {"status": TaskStatus.TUNING}
         if diffused and task_index not in self.provenance_written:
             self.provenance_written.add(task_index)
@@ -273,7 +328,7 @@ class SeededSearch(ms.search_strategy.PySearchStrategy):
         self.plan.sketches[self.task_index] = list(design_spaces)
         self.batch_size = num_trials_per_iter
         if self.plan.settings.search_seeds == "own":
-            database = self.plan.run.database.without(TrialOrigin.DIFFUSED)
+            database = self.plan.run.database.without(*SEARCH_HIDDEN_ORIGINS)
         self.inner.pre_tuning(max_trials, num_trials_per_iter, design_spaces, database, cost_model)
         self.plan.searches[self.task_index] = self.inner
 

@@ -25,6 +25,7 @@ from bcd_core.clustering import Cluster, cluster_of, cluster_tasks
 from bcd_core.cost_model.metrics import batch_metrics
 from bcd_core.cost_model.phased import python_model
 from bcd_core.errors import BcdError, StoreError
+from bcd_core.memory.recall import TuningMemory
 from bcd_core.model_import import ImportedModel, import_model
 from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.failed_run import FAILED_RUN_SECS, is_failed_run
@@ -261,8 +262,9 @@ class TuningRun:
         self.trials_total = int(self.session.get("total_budget") or settings.trials_per_task * len(self.tasks))
         self.cost_model: ms.cost_model.CostModel | None = None
         self.contexts: dict[int, ms.TuneContext] = {}  # task index -> context
-        # Diffused candidates by module hash: (source trial id, adaptation), for provenance.
-        self.provenance: dict[int, tuple[int | None, str]] = {}
+        # Diffused candidates by module hash: (origin, source trial id, adaptation), for provenance.
+        self.provenance: dict[int, tuple[str, int | None, str]] = {}
+        self.memory: TuningMemory | None = None  # earlier tunes' programs (bcd_core/memory), when used
         self.batch_hooks: list[Any] = []  # called as hook(task_index, trials, trial_ids)
         # Strategies whose scheduler cannot be steered (stock MetaSchedule's C++ one) honour
         # pause and stop from the measure callback instead.
@@ -361,7 +363,7 @@ class TuningRun:
         diffused once: when a later search happens to measure the same module again, that
         trial is the search's (a resumed plan would otherwise see a diffusion round there)."""
         found = self.provenance.pop(int(tvm_ffi.structural_hash(candidate.sch.mod)), None) if self.provenance else None
-        return (TrialOrigin.DIFFUSED, *found) if found is not None else (TrialOrigin.EVOLVED, None, None)
+        return found if found is not None else (TrialOrigin.EVOLVED, None, None)
 
     def predict(self, task_index: int, candidates: list[Any]) -> list[float] | None:
         if self.cost_model is None or task_index not in self.contexts:

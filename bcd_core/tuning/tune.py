@@ -12,11 +12,13 @@ from pathlib import Path
 
 from tvm.target import Target
 
+from bcd_core.memory.recall import DEFAULT_MEMORY, MemoryRequest, gather_memory, open_memory_store, recorded_memory
 from bcd_core.records.states import EventKind, SessionStatus
 from bcd_core.records.store import RecordStore
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import Listener, SessionFinished
 from bcd_core.tuning.measure import check_runner
+from bcd_core.tuning.options import SEEDED
 from bcd_core.tuning.session import TuningRun, estimated_latency, prepare_model
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.strategies import run_strategy
@@ -31,12 +33,16 @@ def run_session(
     new_session: bool = False,
     control: TuningControl | None = None,
     resume_session_id: int | None = None,
+    memory: MemoryRequest = DEFAULT_MEMORY,
 ) -> TuningRun:
     """Import, extract, open (or resume) the session and run the chosen strategy to the end
     (or until `control` stops it). `resume_session_id` continues that session, refusing if
-    its model, target, settings or tool version no longer match."""
+    its model, target, settings or tool version no longer match. `memory`: whether a new
+    `bcd` session draws on earlier tunes (a resumed one draws on what it recorded)."""
     started = time.perf_counter()
     check_runner(settings)  # an unreachable tracker fails now, not after import and extraction
+    for path in memory.stores if memory.enabled else ():
+        open_memory_store(path).close()  # a missing or damaged store fails now, too
     prepared = prepare_model(
         model_path,
         target,
@@ -61,6 +67,7 @@ def run_session(
             )
         )
         return run
+    attach_memory(run, memory)
     run.start()
     status = SessionStatus.FAILED
     try:
@@ -72,3 +79,23 @@ def run_session(
     finally:
         run.finish(status)
     return run
+
+
+def attach_memory(run: TuningRun, request: MemoryRequest) -> None:
+    """Give a `bcd` run its tuning memory: gathered (and recorded) for a new session, the
+    recorded one for a resumed session."""
+    if run.settings.strategy != SEEDED or run.settings.diffusion_share <= 0:
+        if request.stores:
+            run.message(EventKind.INFO, f"memory: only the {SEEDED} strategy draws on earlier tunes; not used")
+        return
+
+    def say(text: str) -> None:
+        run.message(EventKind.INFO, text)
+
+    if run.resumed:
+        run.memory = recorded_memory(run.store, run.session_id, run.target_key, run.tasks, say)
+    else:
+        run.memory = gather_memory(run.store, run.session_id, run.target_key, run.tasks, request, say)
+    if run.memory is not None:
+        seeded = sum(1 for index, task in enumerate(run.tasks) if run.memory.similar(index, task))
+        say(f"memory: {seeded} of {len(run.tasks)} tasks draw on {run.memory.describe()}")

@@ -190,3 +190,32 @@ def test_closing_while_tuning_stops_after_the_batch_and_keeps_it(qtbot, window, 
     session = RecordStore(window.db_path).session(worker.session_id)
     assert session["status"] == "stopped"
     assert session["trials_done"] >= rounds[-1].trials_done
+
+
+@pytest.mark.slow
+def test_a_session_that_drew_on_memory_says_so(qtbot, window, tmp_path: Path) -> None:
+    """The overview names the earlier tunes drawn on; a task's provenance names the model and
+    task its remembered program came from."""
+    import models
+
+    from bcd_core.session_view import load_snapshot, provenance_of
+    from bcd_core.target import host_target
+    from bcd_core.tuning.tune import run_session
+
+    first = models.convnet(tmp_path / "earlier_net.onnx", channels=(3, 8, 16), size=12)
+    second = models.convnet(tmp_path / "later_net.onnx", channels=(3, 12, 16), size=14)
+    settings = TuneSettings(trials_per_task=4, trials_per_round=2)
+    db = tmp_path / "records.db"
+    run_session(first, db, host_target(), settings)
+    later = run_session(second, db, host_target(), settings)
+
+    open_and_wait(qtbot, window, second)
+    assert window.snapshot.session_id == later.session_id
+    assert "earlier_net.onnx (session 1)" in window.overview.values["memory"].text()
+    store = RecordStore(db)
+    snapshot = load_snapshot(store, later.session_id)
+    seeded = [t for t in snapshot.tasks if provenance_of(store, snapshot, t.index).origin in ("memory", "reused")]
+    assert seeded, "no task of the later model was seeded from the earlier one"
+    window.select_item(("task", seeded[0].index))
+    text = window.provenance.text.text()
+    assert "earlier tune" in text and "earlier_net.onnx" in text

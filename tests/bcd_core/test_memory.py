@@ -1,0 +1,204 @@
+"""Tuning memory with real TVM: a second model's tasks draw on a first model's tunes in the
+same target's store (diffused programs with cross-session provenance, a pre-trained cost
+model), `--no-memory` draws on nothing, a resume draws on the memory it recorded, and tunes
+for another target or a store that is not a bcd store are never drawn on."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import replace
+from pathlib import Path
+
+import models
+import pytest
+
+from bcd_core.cli import main
+from bcd_core.errors import StoreError
+from bcd_core.memory.recall import COLD, MemoryRequest
+from bcd_core.memory.similar import RememberedTask, most_similar
+from bcd_core.records.states import SEARCH_HIDDEN_ORIGINS
+from bcd_core.records.store import RecordStore
+from bcd_core.target import host_target
+from bcd_core.tasks import Task
+from bcd_core.tuning.control import TuningControl
+from bcd_core.tuning.events import RoundFinished, SessionMessage
+from bcd_core.tuning.settings import TuneSettings
+from bcd_core.tuning.tune import run_session
+
+SETTINGS = TuneSettings(strategy="bcd", trials_per_task=8, trials_per_round=4)
+
+
+@pytest.fixture(scope="module")
+def first_model(model_dir: Path) -> Path:
+    return models.convnet(model_dir / "memory_first.onnx", channels=(3, 8, 16), size=12)
+
+
+@pytest.fixture(scope="module")
+def second_model(model_dir: Path) -> Path:
+    """The same kinds of layers with other channel counts and sizes: other workloads."""
+    return models.convnet(model_dir / "memory_second.onnx", channels=(3, 12, 16), size=14)
+
+
+@pytest.fixture(scope="module")
+def remembered_store(tmp_path_factory, first_model: Path) -> Path:
+    """A store holding one finished tune of the first model."""
+    db = tmp_path_factory.mktemp("memory") / "store.db"
+    run_session(first_model, db, host_target(), SETTINGS)
+    return db
+
+
+def copy_store(source: Path, destination: Path) -> Path:
+    with sqlite3.connect(source) as src, sqlite3.connect(destination) as dst:
+        src.backup(dst)
+    return destination
+
+
+def tune(model: Path, db: Path, memory: MemoryRequest | None = None, listeners=(), **kwargs):
+    messages: list[str] = []
+
+    def listen(event) -> None:
+        if isinstance(event, SessionMessage):
+            messages.append(event.message)
+
+    request = memory or MemoryRequest()
+    run = run_session(model, db, host_target(), SETTINGS, [listen, *listeners], memory=request, **kwargs)
+    return run, messages
+
+
+def memory_trials(db: Path, session_id: int) -> list[dict]:
+    return [t for t in RecordStore(db).trials(session_id) if t["origin"] in ("memory", "reused")]
+
+
+# -- similarity (pure) ----------------------------------------------------------------------
+def remembered(name: str, sketch: str, flops: float, shapes, best: float = 1e-5) -> RememberedTask:
+    return RememberedTask("", 1, hash(name) % 1000, "m.onnx", name, hash(name) % 1000, sketch, "", flops, shapes, best)
+
+
+def test_the_twin_comes_first_then_the_nearest_size_and_other_sketches_never() -> None:
+    task = Task(0, "conv", 1, 1e6, [[1, 8, 12, 12]], ["float32"], "conv2d", "S", 1, None, None, "L")
+    twin = remembered("twin", "S", 1e6, ((1, 8, 12, 12),), best=9e-5)
+    near = remembered("near", "S", 1.2e6, ((1, 8, 14, 14),))
+    far = remembered("far", "S", 9e6, ((1, 8, 40, 40),))
+    other = remembered("other", "X", 1e6, ((1, 8, 12, 12),))
+    assert [r.name for r in most_similar(task, [far, other, near, twin])] == ["twin", "near", "far"]
+    assert most_similar(task, [other]) == []
+    same = replace(far, name="same", shash="H")  # the very workload wins over equal shapes
+    assert most_similar(task, [twin, same], shash="H")[0].name == "same"
+
+
+# -- tunes --------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_a_new_model_draws_on_an_earlier_tune_with_provenance(tmp_path: Path, remembered_store, second_model) -> None:
+    db = copy_store(remembered_store, tmp_path / "store.db")
+    run, messages = tune(second_model, db)
+    trials = memory_trials(db, run.session_id)
+    assert trials, "no remembered program was diffused into the second model"
+    store = RecordStore(db)
+    first_tasks = {t["name"] for t in store.tasks(1)}
+    for trial in trials:  # provenance names the session, model and task it came from
+        assert "memory_first.onnx" in trial["adaptation"] and "(session 1)" in trial["adaptation"]
+        assert any(name in trial["adaptation"] for name in first_tasks)
+        source = next(t for t in store.trials(1) if t["id"] == trial["source_trial_id"])  # this store: linked
+        assert source["latency_s"] is not None
+    first_rounds: dict[int, int] = {}
+    for trial in store.trials(run.session_id):
+        first_rounds.setdefault(trial["task_id"], trial["round"])
+    for task_id in {t["task_id"] for t in trials}:  # measured first: in the task's first round
+        assert any(t["round"] == first_rounds[task_id] for t in trials if t["task_id"] == task_id)
+    assert [(r["store"], r["source_session_id"]) for r in store.memory_used(run.session_id)] == [("", 1)]
+    assert any("pre-trained on" in m for m in messages)
+    assert len(store.trials(run.session_id)) == SETTINGS.trials_per_task * len(run.tasks)
+
+
+@pytest.mark.slow
+def test_the_same_workload_is_reused_unchanged_and_may_seed_the_search(
+    tmp_path: Path, remembered_store, first_model
+) -> None:
+    team = copy_store(remembered_store, tmp_path / "team.db")
+    run, _ = tune(first_model, tmp_path / "mine.db", MemoryRequest(stores=(str(team),)))
+    store = RecordStore(tmp_path / "mine.db")
+    reused = [t for t in store.trials(run.session_id) if t["origin"] == "reused"]
+    assert reused and all(t["adaptation"].startswith("copy; from memory_first.onnx") for t in reused)
+    workload = reused[0]["workload_id"]
+    seeds = store.top_records(workload, run.target_key, 1000, exclude_origins=SEARCH_HIDDEN_ORIGINS)
+    assert any(row["origin"] == "reused" for row in seeds)
+
+
+@pytest.mark.slow
+def test_no_memory_draws_on_nothing(tmp_path: Path, remembered_store, second_model) -> None:
+    db = copy_store(remembered_store, tmp_path / "store.db")
+    run, messages = tune(second_model, db, COLD)
+    assert memory_trials(db, run.session_id) == []
+    assert RecordStore(db).memory_used(run.session_id) == []
+    assert not any(m.startswith("memory:") for m in messages)
+
+
+@pytest.mark.slow
+def test_a_resume_draws_on_the_memory_it_recorded(tmp_path: Path, remembered_store, first_model, second_model) -> None:
+    db = copy_store(remembered_store, tmp_path / "store.db")
+    control = TuningControl()
+
+    def stop_early(event) -> None:
+        if isinstance(event, RoundFinished) and event.round == 2:
+            control.stop()
+
+    first, _ = tune(second_model, db, listeners=[stop_early], control=control)
+    assert RecordStore(db).session(first.session_id)["status"] == "stopped"
+    recorded = RecordStore(db).memory_used(first.session_id)
+    later = run_session(first_model, db, host_target(), replace(SETTINGS, seed=5), memory=COLD)  # a new session
+    resumed, _ = tune(second_model, db)
+    assert resumed.session_id == first.session_id
+    assert resumed.memory is not None
+    assert {s["source_session_id"] for s in resumed.memory.sessions} == {1}  # not the later session
+    assert later.session_id not in {t.session_id for t in resumed.memory.tasks}
+    assert RecordStore(db).memory_used(first.session_id) == recorded
+    assert RecordStore(db).session(first.session_id)["status"] == "completed"
+
+
+@pytest.mark.slow
+def test_tunes_for_another_target_are_never_drawn_on(tmp_path: Path, first_model, second_model) -> None:
+    db = tmp_path / "store.db"
+    other_cores = host_target(num_cores=1 if host_target().attrs["num-cores"] != 1 else 2)
+    run_session(first_model, db, other_cores, SETTINGS)
+    run, messages = tune(second_model, db)
+    assert memory_trials(db, run.session_id) == []
+    assert RecordStore(db).memory_used(run.session_id) == []
+    assert any("not used" in m and "x" in m for m in messages), messages
+
+
+@pytest.mark.slow
+def test_a_memory_store_named_by_the_user_is_read_only_and_linked_by_name(
+    tmp_path: Path, remembered_store, second_model
+) -> None:
+    team = copy_store(remembered_store, tmp_path / "team.db")
+    before = team.read_bytes()
+    run, _ = tune(second_model, tmp_path / "mine.db", MemoryRequest(stores=(str(team),)))
+    trials = memory_trials(tmp_path / "mine.db", run.session_id)
+    assert trials and all(str(team.resolve()) in t["adaptation"] for t in trials)
+    assert all(t["source_trial_id"] is None for t in trials)  # another store's ids mean nothing here
+    assert team.read_bytes() == before
+
+
+def test_a_store_that_cannot_be_memory_is_a_one_line_error(tmp_path: Path, second_model, capsys) -> None:
+    foreign = tmp_path / "foreign.db"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("create table t (x)")
+    with pytest.raises(StoreError, match="--memory"):
+        request = MemoryRequest(stores=(str(foreign),))
+        run_session(second_model, tmp_path / "mine.db", host_target(), SETTINGS, memory=request)
+    assert not (tmp_path / "mine.db").exists()  # refused before anything was written
+    code = main(["tune", str(second_model), "--db", str(tmp_path / "mine.db"), "--memory", str(tmp_path / "none.db")])
+    assert code != 0
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--memory" in error and "none.db" in error
+
+
+@pytest.mark.slow
+def test_inspect_lists_what_each_task_would_draw_on(remembered_store, second_model, capsys) -> None:
+    assert main(["inspect", str(second_model), "--db", str(remembered_store), "--json"]) == 0
+    tasks = json.loads(capsys.readouterr().out)["tasks"]
+    drawing = [t for t in tasks if t["memory"]]
+    assert drawing and all(m["model"] == "memory_first.onnx" for t in drawing for m in t["memory"])
+    assert main(["inspect", str(second_model), "--db", str(remembered_store)]) == 0
+    assert "would draw on memory" in capsys.readouterr().out
