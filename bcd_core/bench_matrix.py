@@ -292,6 +292,11 @@ def write_matrix(matrix: Matrix, out_dir: Path) -> Path:
 COLORS = {"metaschedule": "#7f7f7f", "bcd": "#1f77b4", "bcd-phased": "#ff7f0e"}
 
 
+def strategy_label(strategy: str, matrix: Matrix) -> str:
+    """A strategy's name in tables and plots; "with memory" where it drew on --memory stores."""
+    return f"{strategy} with memory" if matrix.memory and strategy != BASELINE else strategy
+
+
 def plot_model(model: ModelMatrix, matrix: Matrix, path: Path) -> None:
     """Every run's estimated latency over time (thin) and each strategy's mean curve (thick)."""
     import matplotlib
@@ -308,7 +313,7 @@ def plot_model(model: ModelMatrix, matrix: Matrix, path: Path) -> None:
             axis.step([t / 60 for t, _ in steps], [v * 1e3 for _, v in steps], where="post", color=color, alpha=0.3)
         mean = mean_curve(runs, grid)
         if mean:
-            label = f"{strategy} (mean of {len(runs)})"
+            label = f"{strategy_label(strategy, matrix)} (mean of {len(runs)})"
             axis.plot([t / 60 for t, _ in mean], [v * 1e3 for _, v in mean], color=color, linewidth=2.5, label=label)
     title = f"{Path(model.model).name}: {matrix.trials_per_task} trials/task, {matrix.seeds} seeds, {matrix.target}"
     finish_latency_plot(figure, axis, title, model.onnxruntime_ms, path)
@@ -371,7 +376,7 @@ def markdown_table(matrix: Matrix) -> str:
     for model in matrix.models:
         for c in model.comparisons():
             lines.append(
-                f"| {Path(model.model).stem} | {c.strategy} | {_speed(c.mean_speedup)} | "
+                f"| {Path(model.model).stem} | {strategy_label(c.strategy, matrix)} | {_speed(c.mean_speedup)} | "
                 f"{_speed(c.mean_trial_speedup)} | {_pairs(c)} | {_ms(c.final_mean_s)} ({_ms(c.baseline_final_mean_s)})"
                 f" | {_ratio(c.final_ratio)} | {_first(c)} | {_ratio(c.trial_cost_ratio)} | {_measured(c)} | "
                 f"{'n/a' if model.onnxruntime_ms is None else f'{model.onnxruntime_ms:.3f}'} |"

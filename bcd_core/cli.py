@@ -232,6 +232,8 @@ def export_session(
     say = lambda step, total, text: print(text, file=sys.stderr)  # noqa: E731
     result = export_tuned_session(store, session["id"], out, model, check=check, runs=runs, progress=say)
     print(f"exported {result.path} (session {session['id']}, {session['model_name']})", file=sys.stderr)
+    if result.untuned:
+        print(f"compiled untuned (skipped before any measurement): {', '.join(result.untuned)}", file=sys.stderr)
     return 0 if result.check is None else print_check(result.check)
 
 

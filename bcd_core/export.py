@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from tvm.target import Target
 from bcd_core.errors import BcdError, MissingRecordError
 from bcd_core.model_import import InputSpec, file_sha256, import_model, random_inputs
 from bcd_core.records.database import SqliteDatabase
+from bcd_core.records.states import TaskStatus
 from bcd_core.records.store import RecordStore
 from bcd_core.target import host_core_count, is_gpu, target_key
 from bcd_core.tasks import extract_tasks
@@ -38,14 +39,19 @@ def missing_records(database: SqliteDatabase, raw_mod: tvm.IRModule, target: Tar
 
 
 def compile_tuned(
-    database: SqliteDatabase, raw_mod: tvm.IRModule, target: Target, progress: Progress = lambda _: None
+    database: SqliteDatabase,
+    raw_mod: tvm.IRModule,
+    target: Target,
+    progress: Progress = lambda _: None,
+    untuned_ok: Collection[str] = (),
 ) -> relax.VMExecutable:
     """Build the whole model with the best stored program of every task.
 
     `raw_mod` must be the module straight from the importer: `compile_relax` fuses it
-    itself, and a pre-fused module makes every lookup miss."""
+    itself, and a pre-fused module makes every lookup miss. Tasks named in `untuned_ok` (the
+    user skipped them) may lack a record: on a CPU they are compiled unscheduled."""
     progress("checking that every task has a tuning record")
-    missing = missing_records(database, raw_mod, target)
+    missing = [name for name in missing_records(database, raw_mod, target) if name not in untuned_ok or is_gpu(target)]
     if missing:
         raise MissingRecordError(missing)
     load_tensor_intrinsics(target)
@@ -208,6 +214,7 @@ class ExportResult:
     path: Path
     session_id: int
     check: CheckReport | None
+    untuned: list[str] = field(default_factory=list)  # skipped before any measurement: compiled unscheduled
 
 
 EXPORT_STEPS = 4  # import, compile, write, check
@@ -232,7 +239,9 @@ def export_tuned_session(
     imported = import_model(model_path, session_input_shapes(session))
     database = SqliteDatabase(store, target_key(target))
     progress(1, EXPORT_STEPS, "compiling the tuned model")
-    executable = compile_tuned(database, imported.relax_mod, target)
+    skipped = [row["name"] for row in store.tasks(session_id) if row["status"] == TaskStatus.SKIPPED]
+    untuned = [name for name in missing_records(database, imported.relax_mod, target) if name in skipped]
+    executable = compile_tuned(database, imported.relax_mod, target, untuned_ok=skipped)
     progress(2, EXPORT_STEPS, f"writing {library_path(out).name}")
     path = export_library(executable, out)
     report = None
@@ -240,4 +249,4 @@ def export_tuned_session(
         progress(3, EXPORT_STEPS, "checking the module against onnxruntime")
         report = check_library(path, imported.inputs, imported.onnx_model, runs=runs, device=target_device(target))
     progress(EXPORT_STEPS, EXPORT_STEPS, f"exported {path.name}")
-    return ExportResult(path, session_id, report)
+    return ExportResult(path, session_id, report, untuned)

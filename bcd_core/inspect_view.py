@@ -76,7 +76,11 @@ def inspect_model(
         mode: cluster_tasks(tasks, mode, rule=rule, split_heavier_than=split_heavier_than) for mode in INSPECT_MODES
     }
     notes: list[str] = []
-    memory = preview_memory(memory_stores, target_key(target), tasks, notes.append) if memory_stores else None
+    memory = (
+        preview_memory(memory_stores, target_key(target), imported.sha256, tasks, notes.append)
+        if memory_stores
+        else None
+    )
     return Inspection(
         model=model,
         target=target,

@@ -280,6 +280,24 @@ def clusters_of(tasks: list[TaskView]) -> list[ClusterView]:
     return clusters
 
 
+def cluster_titles(snapshot: SessionSnapshot) -> dict[str, str]:
+    """A name per cluster key for people: the operator chain of its first task, numbered where
+    several clusters share one (a 1x1 and a 3x3 convolution both read conv2d_add_relu)."""
+    chains = {c.key: snapshot.task(c.members[0]).operator_key for c in snapshot.clusters if c.members}
+    totals: dict[str, int] = {}
+    for chain in chains.values():
+        totals[chain] = totals.get(chain, 0) + 1
+    seen: dict[str, int] = {}
+    titles = {}
+    for key, chain in chains.items():
+        if totals[chain] == 1:
+            titles[key] = chain
+            continue
+        seen[chain] = seen.get(chain, 0) + 1
+        titles[key] = f"{chain} ({seen[chain]} of {totals[chain]})"
+    return titles
+
+
 def task_best_curve(store: RecordStore, session_id: int, task_row_id: int) -> list[tuple[int, float]]:
     """(trial number within the task, best latency so far): the corners of the best-so-far
     curve only, i.e. each trial that improved the best, the trial just before the next

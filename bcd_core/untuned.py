@@ -11,8 +11,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import tvm
+import tvm_ffi
 from tvm.target import Target
 
+from bcd_core.records.store import RecordStore
+from bcd_core.target import target_key
 from bcd_core.tasks import Task
 
 log = logging.getLogger("bcd.untuned")
@@ -55,3 +58,22 @@ def measure_untuned(
             log.warning("could not time untuned %s: %s", task.name, str(err).splitlines()[0] if str(err) else err)
     progress(len(tasks), len(tasks), "untuned latency measured")
     return results
+
+
+def stored_untuned(
+    store: RecordStore,
+    tasks: Sequence[Task],
+    target: Target,
+    progress: Callable[[int, int, str], None] = lambda step, total, text: None,
+) -> dict[int, float]:
+    """`measure_untuned`, but each workload is timed once per target: what the store holds
+    is read back, only what it lacks is measured (and kept), so the figure does not move
+    between opens of the same model."""
+    key = target_key(target)
+    hashes = {task.index: str(tvm_ffi.structural_hash(task.mod)) for task in tasks}
+    stored = store.untuned_latencies(sorted(set(hashes.values())), key)
+    missing = [task for task in tasks if hashes[task.index] not in stored]
+    measured = measure_untuned(missing, target, progress) if missing else {}
+    store.record_untuned({hashes[index]: latency for index, latency in measured.items()}, key)
+    found = {task.index: stored[hashes[task.index]] for task in tasks if hashes[task.index] in stored}
+    return {**found, **measured}

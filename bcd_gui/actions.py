@@ -33,6 +33,8 @@ class Commands(Protocol):
     def make_selected_representative(self) -> None: ...
     def show_about(self) -> None: ...
 
+    def show_guide(self) -> None: ...
+
 
 def make_action(
     parent: QObject, text: str, slot: Callable[[], Any], shortcut: Any = None, icon_name: str | None = None
@@ -73,6 +75,7 @@ class WindowActions:
         self.representative_action = a("Make &representative", c.make_selected_representative, "Ctrl+Shift+R")
         self.tvm_log_action = QAction("TVM &details in the log", parent, checkable=True)
         self.tvm_log_action.setToolTip("MetaSchedule's per-round task tables and info lines")
+        self.guide_action = a("&Guide", c.show_guide, QKeySequence.StandardKey.HelpContents)
         self.about_action = a("&About bcd", c.show_about)
 
     @property
@@ -93,8 +96,8 @@ class WindowActions:
         self.tune_action.setEnabled(has_model and not tuning)
         self.pause_action.setEnabled(tuning)
         self.stop_action.setEnabled(tuning)
-        for action in self.steering:
-            action.setEnabled(tuning)
+        for action in self.steering:  # before Tune too: the requests apply when it starts
+            action.setEnabled(has_model)
         self.export_module_action.setEnabled(tuned and not tuning)
         self.export_report_action.setEnabled(tuned)
         self.export_json_action.setEnabled(tuned)

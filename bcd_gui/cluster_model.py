@@ -13,7 +13,7 @@ from PySide6.QtGui import QBrush, QColor, QFont
 
 from bcd_core.formatting import format_flops, format_latency
 from bcd_core.records.states import BUSY_TASK_STATES, TaskStatus
-from bcd_core.session_view import SessionSnapshot, TaskView
+from bcd_core.session_view import SessionSnapshot, TaskView, cluster_titles
 from bcd_core.tuning.control import ControlRequest, RequestKind
 
 COLUMNS = ("Task", "Trials", "Best", "Speedup", "Status", "Origin", "Weight", "FLOPs", "Shapes", "Key")
@@ -44,10 +44,12 @@ class ClusterTreeModel(QAbstractItemModel):
         self._pending_task: dict[int, list[str]] = {}
         self._pending_cluster: dict[str, list[str]] = {}
         self._structure: list[tuple[str, tuple[int, ...]]] = []
+        self._titles: dict[str, str] = {}
 
     # -- feeding --------------------------------------------------------------------------
     def set_snapshot(self, snapshot: SessionSnapshot) -> None:
         structure = [(c.key, tuple(c.members)) for c in snapshot.clusters]
+        self._titles = cluster_titles(snapshot)
         if self.snapshot is None or not self._structure:
             self.beginResetModel()
             self.snapshot, self._structure = snapshot, structure
@@ -219,7 +221,8 @@ class ClusterTreeModel(QAbstractItemModel):
             best = sum(t.weight * (t.best_s or 0) for t in tasks) if all(t.best_s for t in tasks) else None
             status = _cluster_status(tasks)
             values = (
-                f"{row + 1}. {tasks[0].operator_key}  [{cluster.size} task{'s' if cluster.size > 1 else ''}]",
+                f"{row + 1}. {self._titles.get(key, tasks[0].operator_key)}  "
+                f"[{cluster.size} task{'s' if cluster.size > 1 else ''}]",
                 str(trials),
                 format_latency(best) if best is not None else "",
                 self._speedup(tasks),
@@ -237,7 +240,11 @@ class ClusterTreeModel(QAbstractItemModel):
             font.setItalic(bool(pending))
             return font
         if role == Qt.ItemDataRole.ToolTipRole:
-            return f"cluster {key}: {cluster.size} tasks; weighted best latency shown; drag to reprioritize"
+            shapes = tasks[0].shapes_text
+            return (
+                f"cluster {key}: {cluster.size} tasks, the first with shapes {shapes}; "
+                "weighted best latency shown; drag to reprioritize"
+            )
         if role == Qt.ItemDataRole.TextAlignmentRole and column in NUMERIC_COLUMNS:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None

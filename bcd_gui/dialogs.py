@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
 from bcd_core import __version__
@@ -78,6 +79,47 @@ def show_about(parent: QWidget) -> None:
         f"<b>bcd {__version__}</b><br>Auto-tunes ONNX models with TVM MetaSchedule and Bayesian Code Diffusion."
         "<br>Every measurement is kept in SQLite; the same engine runs headless as <code>bcd</code>.",
     )
+
+
+GUIDE = """<h3>What bcd does</h3>
+<p>It tunes an ONNX model's kernels for this machine with TVM MetaSchedule. The model is split
+into <b>tasks</b> (fused subgraphs) grouped in <b>clusters</b> of alike tasks. The <code>bcd</code>
+strategy runs stock MetaSchedule and adds <b>diffusion</b>: programs measured for one task are
+adapted to the other tasks of its cluster, and programs of earlier tunes on this machine
+(<b>memory</b>) to the new model's tasks. Every measurement is saved: a stopped tune resumes.</p>
+<h3>The panels</h3>
+<ul>
+<li><b>Clusters</b>: each cluster, its representative (bold) and members, with trials, best
+latency, speedup over the untuned program, status and where the best program came from.</li>
+<li><b>Model</b>: tasks, the untuned and tuned estimates, the memory drawn on; the settings of
+the next tune below.</li>
+<li><b>Provenance</b>: for the selected task, which program seeded it and how it fared.</li>
+<li><b>Plots</b>: the model's estimated latency over time (with a stock run when there is one),
+the selected tasks' best latency, and how well the cost model ranks each new batch.</li>
+<li><b>Sessions</b>: every tune in the store; open one, or resume a stopped one.</li>
+</ul>
+<h3>Shortcuts</h3>
+<table>
+<tr><td>Ctrl+O</td><td>open a model (or drop a file on the window)</td></tr>
+<tr><td>Ctrl+R</td><td>tune</td></tr><tr><td>Space</td><td>pause / resume</td></tr>
+<tr><td>Ctrl+.</td><td>stop after the batch in flight</td></tr>
+<tr><td>Ctrl+Up / Ctrl+Down</td><td>tune the selected cluster sooner / later (or drag it)</td></tr>
+<tr><td>Ctrl+B</td><td>budget of the selected task or cluster</td></tr>
+<tr><td>Ctrl+K</td><td>skip the selected task</td></tr>
+<tr><td>Ctrl+M</td><td>move the selected task to another cluster (or drag it)</td></tr>
+<tr><td>Ctrl+Shift+R</td><td>make the selected task its cluster's representative</td></tr>
+<tr><td>Ctrl+E / Ctrl+Shift+E</td><td>export the compiled model / the report</td></tr>
+</table>
+<p>Everything here has a command-line twin: <code>bcd --help</code>.</p>"""
+
+
+def show_guide(parent: QWidget) -> None:
+    box = QMessageBox(parent)
+    box.setWindowTitle("bcd guide")
+    box.setTextFormat(Qt.TextFormat.RichText)
+    box.setText(GUIDE)
+    box.setStandardButtons(QMessageBox.StandardButton.Close)
+    box.open()  # not modal to the tune: it keeps running while the guide is read
 
 
 def confirm_stop_and_quit(parent: QWidget) -> bool:

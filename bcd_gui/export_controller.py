@@ -20,6 +20,8 @@ log = logging.getLogger("bcd.gui")
 def describe_export(result: Any) -> str:
     """What an exported module's check found, for the dialog (first line: where it went)."""
     text = f"Exported {result.path}"
+    if result.untuned:
+        text += f"\nUntuned (skipped before any measurement): {', '.join(result.untuned)}"
     check = result.check
     if check is not None:
         text += f"\nTVM module: {check.tvm.median_ms:.3f} ms (median of {check.tvm.runs} runs)"

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from bcd_core.records.store import RecordStore
     from bcd_core.session_view import SessionSnapshot
+    from bcd_core.tuning.control import TuningControl
     from bcd_core.tuning.settings import TuneSettings
     from bcd_gui.actions import WindowActions
     from bcd_gui.cluster_model import ClusterTreeModel
@@ -44,6 +45,7 @@ class WindowHost(Protocol):
     snapshot: SessionSnapshot | None
     untuned: dict[int, float]
     worker: TuneWorker | None
+    pending_control: TuningControl  # requests made before Tune, handed to the next tune
     jobs: list[BackgroundJob]
 
     # Widgets and their builders.

@@ -79,6 +79,7 @@ class TuneWorker(QObject):
         settings: TuneSettings,
         new_session: bool = False,
         resume_session_id: int | None = None,
+        control: TuningControl | None = None,
     ) -> None:
         super().__init__()
         self.model_path = Path(model_path)
@@ -87,7 +88,8 @@ class TuneWorker(QObject):
         self.target_spec = target_spec
         self.settings = settings
         self.new_session = new_session
-        self.control = TuningControl()  # thread-safe: the GUI steers through it directly
+        # Thread-safe: the GUI steers through it directly; it may hold requests made before Tune.
+        self.control = control or TuningControl()
         self.session_id: int | None = None
         self._reader: RecordStore | None = None
         self.thread = QThread()

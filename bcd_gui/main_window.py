@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QApplication, QMainWindow
 
 from bcd_core.records.store import RecordStore
 from bcd_core.session_view import Baseline, SessionSnapshot
+from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.settings import TuneSettings
 from bcd_gui import dialogs
 from bcd_gui.actions import WindowActions
@@ -68,6 +69,7 @@ class MainWindow(QMainWindow):
         self.snapshot: SessionSnapshot | None = None
         self.untuned: dict[int, float] = {}
         self.worker: TuneWorker | None = None
+        self.pending_control = TuningControl()
         self.jobs: list[BackgroundJob] = []
         self.colors = apply_theme(QApplication.instance(), self.theme_choice())  # type: ignore[arg-type]
         self.ask_before_quitting = True  # a running tune is stopped (saved) only if the user agrees
@@ -181,6 +183,9 @@ class MainWindow(QMainWindow):
 
     def show_about(self) -> None:
         dialogs.show_about(self)
+
+    def show_guide(self) -> None:
+        dialogs.show_guide(self)
 
     # -- opening models and showing sessions (model_controller, session_controller) --------
     def choose_model(self) -> None:

@@ -38,6 +38,7 @@ def build_menu_bar(
     for dock in docks:
         view.addAction(dock.toggleViewAction())
     help_menu = bar.addMenu("&Help")
+    help_menu.addAction(actions.guide_action)
     help_menu.addAction(actions.about_action)
     return recent_menu
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 from bcd_core.errors import BcdError
+from bcd_core.records.store import RecordStore
 from bcd_core.session_view import preview_snapshot
 from bcd_core.target import parse_target
+from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.session import prepare_model
 from bcd_core.tuning.settings import DEFAULT_CLUSTER_MODE
-from bcd_core.untuned import measure_untuned
+from bcd_core.untuned import stored_untuned
 from bcd_gui.dialogs import ask_model_path
 from bcd_gui.host import Controller
 
@@ -58,6 +61,7 @@ class ModelController(Controller):
         win.setWindowTitle(f"{path.name} - bcd   [{win.db_path}]")
         win.untuned = {}
         win.tree_model.set_untuned({})
+        win.pending_control = TuningControl()  # requests for the previous model's tasks do not carry over
         if not win.open_reader():
             return
         settings = win.settings_panel.settings()
@@ -79,10 +83,16 @@ class ModelController(Controller):
         win.modelOpened.emit(win.snapshot)
         win.run_job(
             "Timing the untuned tasks",
-            lambda progress: measure_untuned(prepared.tasks, prepared.target, progress),
+            lambda progress: self._untuned(win.db_path, prepared, progress),
             self._untuned_measured,
             "time the untuned model",
         )
+
+    @staticmethod
+    def _untuned(db_path: Path, prepared: Any, progress: Any) -> dict[int, float]:
+        """Off the GUI thread, with a connection of its own: timed once per workload and target."""
+        with closing(RecordStore(db_path)) as store:
+            return stored_untuned(store, prepared.tasks, prepared.target, progress)
 
     def _untuned_measured(self, untuned: dict[int, float]) -> None:
         win = self.win

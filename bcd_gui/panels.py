@@ -60,6 +60,16 @@ def option_widget(option: Option) -> QWidget:
     return widget
 
 
+def set_widget_value(widget: QWidget, value: Any) -> None:
+    if isinstance(widget, QComboBox):
+        widget.setCurrentText(str(value))
+    elif isinstance(widget, QSpinBox):
+        widget.setValue(int(value))
+    else:
+        assert isinstance(widget, QLineEdit)
+        widget.setText(str(value))
+
+
 def widget_value(widget: QWidget) -> Any:
     if isinstance(widget, QComboBox):
         return widget.currentText()
@@ -109,6 +119,14 @@ class SettingsPanel(QWidget):
     def settings(self) -> TuneSettings:
         values = {name: widget_value(widget) for name, widget in self.fields.items()}
         return TuneSettings(**values, input_shapes={k: list(v) for k, v in self.shape_overrides().items()})
+
+    def show_session_settings(self, strategy: str, settings: dict[str, Any]) -> None:
+        """A stored session's own settings (those the panel shows and the session holds), so
+        that the panel says what the shown session was tuned with."""
+        values = {**settings, "strategy": strategy}
+        for name, widget in self.fields.items():
+            if name not in ("runner", *REMOTE_FIELDS) and values.get(name) is not None:
+                set_widget_value(widget, values[name])
 
     def set_enabled_for_tuning(self, idle: bool) -> None:
         for name, widget in self.fields.items():
@@ -259,6 +277,7 @@ class SessionsPanel(QWidget):
         layout.addLayout(buttons)
         self.table.itemSelectionChanged.connect(self._update_buttons)
         self._sessions: list[dict[str, Any]] = []
+        self._live: tuple[int, bool] | None = None  # (session tuning in this window, paused)
         self._update_buttons()
 
     def _id(self, row: int) -> int:
@@ -273,7 +292,21 @@ class SessionsPanel(QWidget):
         row = self.table.currentRow()
         selected = self._sessions[row] if 0 <= row < len(self._sessions) else None
         self.open_button.setEnabled(selected is not None)
-        self.resume_button.setEnabled(selected is not None and selected["status"] != SessionStatus.COMPLETED)
+        # Nothing to resume in a finished session, nor in the one this window is tuning.
+        live = self._live is not None and selected is not None and selected["id"] == self._live[0]
+        self.resume_button.setEnabled(
+            selected is not None and selected["status"] != SessionStatus.COMPLETED and not live
+        )
+
+    def set_live(self, session_id: int | None, paused: bool = False) -> None:
+        """The session this window is tuning (None: none), and whether it is paused."""
+        self._live = None if session_id is None else (session_id, paused)
+        self.show_sessions(list(reversed(self._sessions)))
+
+    def _status_text(self, session: dict[str, Any]) -> str:
+        if self._live is not None and session["id"] == self._live[0] and self._live[1]:
+            return "paused"  # the store says running: the process is, waiting for the user
+        return str(session["status"])
 
     def show_sessions(self, sessions: list[dict[str, Any]]) -> None:
         self._sessions = list(reversed(sessions))  # newest first
@@ -283,7 +316,7 @@ class SessionsPanel(QWidget):
                 s["id"],
                 s["model_name"],
                 s["strategy"],
-                s["status"],
+                self._status_text(s),
                 s["trials_done"],
                 format_latency(s["estimated_latency_s"]),
                 format_duration(s["elapsed_s"]),
@@ -324,4 +357,9 @@ class LogPanel(QPlainTextEdit):
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
 
     def add_line(self, text: str, level: int = logging.INFO) -> None:
+        """Append a line; the view follows the newest line unless the user scrolled up."""
+        bar = self.verticalScrollBar()
+        following = bar.value() >= bar.maximum() - 1
         self.appendPlainText(text)
+        if following:
+            bar.setValue(bar.maximum())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QVBoxLayout, QWidget
@@ -14,7 +16,7 @@ def _plot_widget(title: str, x_label: str, y_label: str, colors: PlotColors) -> 
     widget = pg.PlotWidget()
     _style(widget, title, x_label, y_label, colors)
     widget.showGrid(x=True, y=True, alpha=0.25)
-    widget.addLegend(offset=(-10, 10))
+    widget.addLegend(offset=(-10, 10), labelTextColor=colors.foreground)
     return widget
 
 
@@ -34,6 +36,7 @@ class ModelLatencyPlot(QWidget):
     reaches the baseline's final latency."""
 
     TITLE = "Estimated model latency"
+    BASELINE = "stock MetaSchedule"
 
     def __init__(self, colors: PlotColors = LIGHT) -> None:
         super().__init__()
@@ -42,10 +45,12 @@ class ModelLatencyPlot(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.widget)
+        self.shown_session: tuple[str, int] | None = None  # (model, session id) on the axes now
         self.curve = self.widget.plot([], [], name="this session", pen=pg.mkPen(colors.series[0], width=2))
         self.baseline_curve = self.widget.plot(
-            [], [], name="stock MetaSchedule", pen=pg.mkPen(colors.baseline, width=2, style=Qt.PenStyle.DashLine)
+            [], [], name=self.BASELINE, pen=pg.mkPen(colors.baseline, width=2, style=Qt.PenStyle.DashLine)
         )
+        self.legend.removeItem(self.baseline_curve)  # listed only while there is a baseline
         self.target_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(colors.baseline, width=1, style=Qt.PenStyle.DotLine))
         self.reached_line = pg.InfiniteLine(
             angle=90,
@@ -61,14 +66,30 @@ class ModelLatencyPlot(QWidget):
         x, _ = self.curve.getData()
         return 0 if x is None else len(x)
 
+    @property
+    def legend(self) -> pg.LegendItem:
+        return self.widget.getPlotItem().legend
+
+    def legend_names(self) -> list[str]:
+        return [label.text for _, label in self.legend.items]
+
     def update_view(self, snapshot: SessionSnapshot, baseline: Baseline | None = None) -> None:
+        shown = (str(snapshot.session.get("model_name", "")), snapshot.session_id)
+        if shown != self.shown_session:  # another model or session: fit the axes to it
+            self.shown_session = shown
+            self.widget.enableAutoRange()
         self.curve.setData(*_steps(snapshot.timeline))
         self.curve.opts["name"] = snapshot.session.get("strategy", "session")
+        has_baseline = self.BASELINE in self.legend_names()
         if baseline is None:
             self.baseline_curve.setData([], [])
             self.target_line.setVisible(False)
             self.reached_line.setVisible(False)
+            if has_baseline:
+                self.legend.removeItem(self.baseline_curve)
             return
+        if not has_baseline:
+            self.legend.addItem(self.baseline_curve, self.BASELINE)
         self.baseline_curve.setData(*_steps(baseline.timeline))
         self.target_line.setPos(baseline.final_latency_s * 1e3)
         self.target_line.setVisible(True)
@@ -113,16 +134,24 @@ class TaskCurvesPlot(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.widget)
         self.curves: dict[str, pg.PlotDataItem] = {}
+        self.color_of: dict[str, str] = {}
+
+    def _free_color(self) -> str:
+        """The first palette colour no shown curve has (the palette has MAX_CURVES or more)."""
+        used = set(self.color_of.values())
+        return next((c for c in self.colors.series if c not in used), self.colors.series[0])
 
     def show_curves(self, curves: dict[str, list[tuple[int, float]]]) -> None:
         for name in list(self.curves):
             if name not in curves:
                 self.widget.removeItem(self.curves.pop(name))
-        for position, (name, points) in enumerate(list(curves.items())[: self.MAX_CURVES]):
+                self.color_of.pop(name, None)
+        for name, points in list(curves.items())[: self.MAX_CURVES]:
             xs = [n for n, _ in points]
             ys = [v * 1e3 for _, v in points]
             if name not in self.curves:
-                pen = pg.mkPen(self.colors.series[position % len(self.colors.series)], width=2)
+                self.color_of[name] = self._free_color()
+                pen = pg.mkPen(self.color_of[name], width=2)
                 self.curves[name] = self.widget.plot(xs, ys, name=name, pen=pen)
             else:
                 self.curves[name].setData(xs, ys)
@@ -137,8 +166,13 @@ class CostModelPlot(QWidget):
         self.colors = colors
         self.accuracy = _plot_widget("Cost model accuracy on each new batch", "round", "", colors)
         self.accuracy.setYRange(-1, 1)
-        self.pairwise = self.accuracy.plot([], [], name="pairwise accuracy", pen=pg.mkPen(colors.series[0], width=2))
-        self.spearman = self.accuracy.plot([], [], name="Spearman", pen=pg.mkPen(colors.series[4], width=2))
+        # A round whose accuracy is undefined (one distinct latency) is a gap, not a zero.
+        self.pairwise = self.accuracy.plot(
+            [], [], name="pairwise accuracy", pen=pg.mkPen(colors.series[0], width=2), connect="finite"
+        )
+        self.spearman = self.accuracy.plot(
+            [], [], name="Spearman", pen=pg.mkPen(colors.series[4], width=2), connect="finite"
+        )
         self.scatter_plot = _plot_widget("Latest round", "predicted score", "measured throughput (1/ms)", colors)
         self.scatter = pg.ScatterPlotItem(size=7, brush=pg.mkBrush(colors.series[0]), pen=None)
         self.scatter_plot.addItem(self.scatter)
@@ -149,12 +183,21 @@ class CostModelPlot(QWidget):
 
     def update_view(self, metrics: list[dict], predictions: list[tuple[float, float]]) -> None:
         rounds = [m["round"] for m in metrics]
-        self.pairwise.setData(rounds, [m["pairwise_accuracy"] or 0.0 for m in metrics])
-        self.spearman.setData(rounds, [m["spearman"] or 0.0 for m in metrics])
+        self.pairwise.setData(rounds, [_or_nan(m["pairwise_accuracy"]) for m in metrics], connect="finite")
+        self.spearman.setData(rounds, [_or_nan(m["spearman"]) for m in metrics], connect="finite")
         self.scatter.setData([p for p, _ in predictions], [m / 1e3 for _, m in predictions])
 
 
+def _or_nan(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
 def restyle(widget: pg.PlotWidget, colors: PlotColors) -> None:
-    """Re-color an existing plot after a theme change."""
+    """Re-color an existing plot after a theme change, its legend's labels included."""
     title = widget.getPlotItem().titleLabel.text
     _style(widget, title, widget.getAxis("bottom").labelText, widget.getAxis("left").labelText, colors)
+    legend = widget.getPlotItem().legend
+    if legend is not None:
+        legend.setLabelTextColor(colors.foreground)
+        for _, label in legend.items:
+            label.setText(label.text, color=colors.foreground)

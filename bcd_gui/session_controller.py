@@ -52,10 +52,13 @@ class SessionController(Controller):
         if win.reader is None:
             return
         try:
-            self.show_snapshot(load_snapshot(win.reader, session_id))
+            snapshot = load_snapshot(win.reader, session_id)
         except BcdError as err:
             win.report_error(err, "open the session")
             return
+        self.show_snapshot(snapshot)
+        if win.worker is None:  # while tuning, the panel holds the running tune's settings
+            win.settings_panel.show_session_settings(str(snapshot.session["strategy"]), snapshot.settings)
         win.workspace.show_results()
         win.tree.expandAll()
 
@@ -63,8 +66,7 @@ class SessionController(Controller):
         win = self.win
         win.snapshot = snapshot
         win.tree_model.set_snapshot(snapshot)
-        if win.worker is not None:
-            win.tree_model.set_pending(win.worker.control.pending())
+        win.tree_model.set_pending((win.worker.control if win.worker is not None else win.pending_control).pending())
         win.overview.show_snapshot(snapshot, win.untuned)
         baseline = self.baseline(snapshot)
         win.latency_plot.update_view(snapshot, baseline)

@@ -4,18 +4,51 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtWidgets import QLabel, QProgressBar, QStatusBar
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QLabel, QProgressBar, QSizePolicy, QStatusBar
 
 from bcd_core.formatting import format_duration
 from bcd_core.session_view import SessionSnapshot
 from bcd_core.tuning.events import RoundFinished
 
 
+class ElidedLabel(QLabel):
+    """A one-line label that ends what does not fit with "..." and shows it whole in its
+    tooltip; `text()` is the whole text."""
+
+    def __init__(self, text: str = "") -> None:
+        super().__init__()
+        self._full = ""
+        self.setMinimumWidth(80)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setText(text)
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt's name)
+        self._full = text
+        self.setToolTip(text)
+        self._elide()
+
+    def text(self) -> str:
+        return self._full
+
+    def shown_text(self) -> str:
+        return super().text()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt's name)
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        width = max(0, self.contentsRect().width())
+        super().setText(self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, width))
+
+
 class StatusLine:
     """Builds the status bar's widgets into `bar` and fills the counters from a session's state."""
 
     def __init__(self, bar: QStatusBar) -> None:
-        self.status_text = QLabel("Open a model to begin")
+        self.status_text = ElidedLabel("Open a model to begin")
         self.trials_label = QLabel("")
         self.elapsed_label = QLabel("")
         self.progress = QProgressBar()

@@ -1,4 +1,5 @@
-"""Steering a running tune through the engine's control API; every request applies at the next round."""
+"""Steering a tune through the engine's control API: a running tune's requests apply at its next
+round; requests made before Tune wait in the window's pending control and apply when it starts."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bcd_core.errors import BcdError
+from bcd_core.tuning.control import TuningControl
 from bcd_gui.dialogs import ask_budget, ask_cluster
 from bcd_gui.host import Controller
 
@@ -14,23 +16,26 @@ log = logging.getLogger("bcd.gui")
 
 
 class SteerController(Controller):
-    """Turns the user's choices on the tree's selection into requests to `win.worker.control`."""
+    """Turns the user's choices on the tree's selection into requests to the running tune's
+    control, or before Tune to the control the next tune will start with."""
 
-    def _steer(self, describe: str, request: Callable[[], Any]) -> None:
+    def _steer(self, describe: str, request: Callable[[TuningControl], Any]) -> None:
         win = self.win
-        if win.worker is None:
-            win.report_error(BcdError("steering needs a running tune; press Ctrl+R first"), describe)
+        if win.snapshot is None:
+            win.report_error(BcdError("open a model first: steering acts on its tasks and clusters"), describe)
             return
-        request()
-        win.tree_model.set_pending(win.worker.control.pending())
-        win.status_text.setText(f"{describe}: applies at the next round")
-        log.info("requested: %s (applies at the next round)", describe)
+        control = win.worker.control if win.worker is not None else win.pending_control
+        request(control)
+        win.tree_model.set_pending(control.pending())
+        when = "at the next round" if win.worker is not None else "when tuning starts"
+        win.status_text.setText(f"{describe}: applies {when}")
+        log.info("requested: %s (applies %s)", describe, when)
 
     def request_priority(self, order: list[str]) -> None:
-        self._steer("reorder clusters", lambda: self.win.worker.control.set_cluster_priority(order))  # type: ignore[union-attr]
+        self._steer("reorder clusters", lambda control: control.set_cluster_priority(order))
 
     def request_move(self, task_index: int, cluster_key: str | None) -> None:
-        self._steer("move a task", lambda: self.win.worker.control.move_task(task_index, cluster_key))  # type: ignore[union-attr]
+        self._steer("move a task", lambda control: control.move_task(task_index, cluster_key))
 
     def move_selected_cluster(self, offset: int) -> None:
         """Move the selected cluster `offset` places in the tuning order (clamped to the ends)."""
@@ -64,17 +69,17 @@ class SteerController(Controller):
             for index in tasks:
                 self._steer(
                     "change a task's budget",
-                    lambda i=index: self.win.worker.control.set_task_budget(i, trials),  # type: ignore[union-attr]
+                    lambda control, i=index: control.set_task_budget(i, trials),
                 )
         elif cluster:
             self._steer(
                 "change a cluster's budget",
-                lambda: self.win.worker.control.set_cluster_budget(cluster, trials),  # type: ignore[union-attr]
+                lambda control: control.set_cluster_budget(cluster, trials),
             )
 
     def skip_selected(self) -> None:
         for index in self.win.selected_tasks():
-            self._steer("skip a task", lambda i=index: self.win.worker.control.skip_task(i))  # type: ignore[union-attr]
+            self._steer("skip a task", lambda control, i=index: control.skip_task(i))
 
     def choose_move_target(self) -> None:
         win = self.win
@@ -95,5 +100,5 @@ class SteerController(Controller):
             task = self.win.snapshot.task(tasks[0])
             self._steer(
                 "choose a representative",
-                lambda: self.win.worker.control.set_representative(task.cluster_key, task.index),  # type: ignore[union-attr]
+                lambda control: control.set_representative(task.cluster_key, task.index),
             )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Any
 
@@ -11,13 +10,12 @@ from bcd_core.formatting import format_duration, format_latency
 from bcd_core.records.states import EventKind, SessionStatus
 from bcd_core.session_view import SessionSnapshot
 from bcd_core.target import parse_target, target_key
+from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import RoundFinished, SessionFinished, SessionMessage, SessionPaused, SessionStarted
 from bcd_core.tuning.session import find_session_to_continue
 from bcd_core.tuning.settings import TuneSettings
 from bcd_gui.host import Controller, WindowHost
 from bcd_gui.jobs import TuneWorker
-
-log = logging.getLogger("bcd.gui")
 
 
 class TuneController(Controller):
@@ -52,8 +50,15 @@ class TuneController(Controller):
             existing = find_session_to_continue(win.reader, win.model_hash, target_key(target), settings)
             new_session = existing is not None and existing["status"] == SessionStatus.COMPLETED
         win.worker = TuneWorker(
-            win.model_path, win.db_path, target_spec, settings, bool(new_session), resume_session_id
+            win.model_path,
+            win.db_path,
+            target_spec,
+            settings,
+            bool(new_session),
+            resume_session_id,
+            win.pending_control,
         )
+        win.pending_control = TuningControl()  # the next tune starts with its own requests
         self._follow(win.worker)
         self.started_at = time.monotonic()
         self.last_event = None
@@ -79,6 +84,7 @@ class TuneController(Controller):
         self.last_event = event
         status_text = self.win.status_text
         if isinstance(event, SessionStarted):
+            self.win.sessions.set_live(event.session_id)
             verb = "Resuming" if event.resumed else "Started"
             status_text.setText(
                 f"{verb} session {event.session_id}: {event.num_tasks} tasks, {event.trials_total} trials"
@@ -90,11 +96,11 @@ class TuneController(Controller):
                 f"{state}: round {event.round}, {event.task_name}: best {format_latency(event.best_task_latency_s)}; "
                 f"model {format_latency(event.estimated_latency_s)}"
             )
-        elif isinstance(event, SessionMessage):
-            log.info("session %s: %s", event.kind, event.message)
+        elif isinstance(event, SessionMessage):  # the engine logged it already: the log shows it once
             if event.kind in (EventKind.FALLBACK, EventKind.WARNING):
                 status_text.setText(event.message)
         elif isinstance(event, SessionPaused):
+            self.win.sessions.set_live(self.win.worker.session_id if self.win.worker else None, event.paused)
             if event.paused:
                 status_text.setText("Paused. Press Space to resume.")
         elif isinstance(event, SessionFinished):
@@ -124,6 +130,7 @@ class TuneController(Controller):
         win.worker = None
         win.settings_panel.set_enabled_for_tuning(True)
         win.status_line.show_finished()
+        win.sessions.set_live(None)
         if win.reader is not None:
             win.sessions.show_sessions(win.reader.sessions())
             if worker is not None and worker.session_id is not None:

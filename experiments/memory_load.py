@@ -94,7 +94,7 @@ def main() -> None:
         big = Path(folder) / "big.db"
         trials = grow(Path(args.store), big, args.trials)
         key = target_key(target)
-        gather = timed(args.repeat, lambda: preview_memory([str(big)], key, tasks, lambda text: None))
+        gather = timed(args.repeat, lambda: preview_memory([str(big)], key, "", tasks, lambda text: None))
         memory = gather[2]
         print(f"store: {trials} trials; {len(memory.sessions) if memory else 0} sessions drawn on")
         print(f"gather    median {gather[0]:.2f} s, worst {gather[1]:.2f} s")

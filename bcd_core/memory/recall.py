@@ -82,15 +82,18 @@ class TuningMemory:
         """Whether `remembered` tuned this very workload (its programs apply unchanged)."""
         return bool(remembered.shash) and remembered.shash == self.workload_hash(task_index, task)
 
-    def programs(self, task_index: int, task: TaskLike, count: int, exclude: set[int]) -> list[RememberedProgram]:
+    def programs(
+        self, task_index: int, task: TaskLike, count: int, exclude: set[tuple[str, int]]
+    ) -> list[RememberedProgram]:
         """Up to `count` programs of the task's most similar remembered tasks, the nearest
-        task's best first, then one by one from each task in turn; trial ids in `exclude`
-        (already diffused into it) are skipped."""
+        task's best first, then one by one from each task in turn; (store, trial id) pairs in
+        `exclude` (already diffused into it) are skipped."""
         per_task = []
         for remembered in self.similar(task_index, task):
-            source = self.sources[remembered.store_label]
+            label = remembered.store_label
+            source = self.sources[label]
             rows = source.store.task_trials(remembered.session_id, remembered.task_id, count + len(exclude))
-            per_task.append([(row, remembered, source) for row in rows if row["id"] not in exclude])
+            per_task.append([(row, remembered, source) for row in rows if (label, row["id"]) not in exclude])
         picked: list[RememberedProgram] = []
         traces: set[str] = set()
         for rank in range(max((len(rows) for rows in per_task), default=0)):
@@ -135,12 +138,14 @@ def describe_target_key(key: str) -> str:
     return f"{target.get('kind', '?')} {target.get('arch', '')}".strip()
 
 
-def sessions_on_target(store: RecordStore, target_key: str, exclude: int | None, label: str, say: Say) -> list[int]:
-    """Ids of the store's sessions tuned for `target_key`; sessions for other targets are
-    counted in a message (their programs and timings do not carry over)."""
+def sessions_on_target(store: RecordStore, target_key: str, model_hash: str, label: str, say: Say) -> list[int]:
+    """Ids of the store's sessions of other models tuned for `target_key`. Sessions for other
+    targets are counted in a message (their programs and timings do not carry over); the
+    model's own other sessions are left out: a new session of a model starts over, so that
+    two strategies tuned in one store compare on equal terms."""
     same, foreign = [], {}
     for session in store.sessions():
-        if session["id"] == exclude:
+        if session["model_hash"] == model_hash:
             continue
         if session["target_key"] == target_key:
             same.append(session["id"])
@@ -185,19 +190,19 @@ def open_sources(own: RecordStore, target_key: str, paths: Sequence[str]) -> dic
 
 
 def gather_memory(
-    own: RecordStore, session_id: int, target_key: str, tasks: Sequence[TaskLike], request: MemoryRequest, say: Say
+    own: RecordStore, session: dict[str, Any], tasks: Sequence[TaskLike], request: MemoryRequest, say: Say
 ) -> TuningMemory | None:
-    """A new session's memory: every earlier session on this target in the own store and in
-    `request.stores`, recorded with the session."""
+    """A new session's memory: every earlier session of another model on its target in the
+    own store and in `request.stores`, recorded with the session."""
     if not request.enabled:
         return None
-    sources = open_sources(own, target_key, request.stores)
+    key, model_hash = session["target_key"], session["model_hash"]
+    sources = open_sources(own, key, request.stores)
     session_ids = {
-        label: sessions_on_target(source.store, target_key, session_id if not label else None, label, say)
-        for label, source in sources.items()
+        label: sessions_on_target(source.store, key, model_hash, label, say) for label, source in sources.items()
     }
     memory = build_memory(sources, session_ids, tasks)
-    own.record_memory_used(session_id, memory.sessions if memory else [])
+    own.record_memory_used(session["id"], memory.sessions if memory else [])
     return memory
 
 
@@ -224,7 +229,9 @@ def recorded_memory(
     return build_memory(sources, session_ids, tasks)
 
 
-def preview_memory(paths: Sequence[str], target_key: str, tasks: Sequence[TaskLike], say: Say) -> TuningMemory | None:
+def preview_memory(
+    paths: Sequence[str], target_key: str, model_hash: str, tasks: Sequence[TaskLike], say: Say
+) -> TuningMemory | None:
     """The memory a tune of `tasks` would draw on from the stores at `paths` (read-only, for
     `bcd inspect --db`); nothing is recorded."""
     sources: dict[str, MemorySource] = {}
@@ -233,6 +240,6 @@ def preview_memory(paths: Sequence[str], target_key: str, tasks: Sequence[TaskLi
         store = open_memory_store(path)
         sources[label] = MemorySource(label, store, SqliteDatabase(store, target_key))
     session_ids = {
-        label: sessions_on_target(source.store, target_key, None, label, say) for label, source in sources.items()
+        label: sessions_on_target(source.store, target_key, model_hash, label, say) for label, source in sources.items()
     }
     return build_memory(sources, session_ids, tasks)

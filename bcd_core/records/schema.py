@@ -154,9 +154,15 @@ TABLES: dict[str, Table] = {
         {"id": int, "session_id": int, "store": str, "source_session_id": int, "model_name": str},
         indexes=(Index(("session_id",)),),
     ),
+    # A workload's unscheduled program timed once per target (bcd_core/untuned.py), so that the
+    # speedup over untuned reads the same on every open.
+    "untuned": Table(
+        {"id": int, "shash": str, "target_key": str, "latency_s": float, "measured_at": str},
+        indexes=(Index(("shash", "target_key")),),
+    ),
 }
 # Tables added after schema v1's first release: created in older stores when they open.
-TABLES_ADDED_LATER = ("memory_used",)
+TABLES_ADDED_LATER = ("memory_used", "untuned")
 
 # Covering indexes for what viewers read per session (session_view): trial counts and best
 # latency per task without reading the trials' traces, and the latest round at once.

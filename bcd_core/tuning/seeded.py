@@ -43,7 +43,14 @@ from tvm.s_tir import meta_schedule as ms
 from bcd_core.cost_model.phased import python_model
 from bcd_core.diffusion import diffuse
 from bcd_core.memory.recall import RememberedProgram
-from bcd_core.records.states import CARRIED_ORIGINS, SEARCH_HIDDEN_ORIGINS, EventKind, TaskStatus, TrialOrigin
+from bcd_core.records.states import (
+    CARRIED_ORIGINS,
+    REMEMBERED_ORIGINS,
+    SEARCH_HIDDEN_ORIGINS,
+    EventKind,
+    TaskStatus,
+    TrialOrigin,
+)
 from bcd_core.tuning.driver import drive
 from bcd_core.tuning.first_round import module_hash, ranked_samples
 from bcd_core.tuning.metaschedule import evolutionary_search
@@ -93,6 +100,7 @@ class SeededPlan(ClusterSteering):
         self.rng = random.Random(run.settings.seed)
         self.sketches: dict[int, list[Any]] = {}
         self.received: dict[int, set[int]] = {}  # task -> trial ids diffused into it
+        self.remembered: dict[int, set[tuple[str, int]]] = {}  # task -> (memory store, trial id) given it
         self.seen: dict[int, set[int]] = {}  # task -> module hashes it was handed this run
         self.unmatched: set[int] = set()  # tasks told that no sketch matched
         self.misses: dict[int, int] = {}  # task -> diffused batches in a row that gave it nothing
@@ -114,8 +122,11 @@ class SeededPlan(ClusterSteering):
             if index is None:
                 continue
             rounds.setdefault((trial["round"], index), []).append(trial)
-            if trial["origin"] in CARRIED_ORIGINS and trial["source_trial_id"] is not None:
-                self.received.setdefault(index, set()).add(trial["source_trial_id"])
+            source = trial["source_trial_id"]
+            if trial["origin"] == TrialOrigin.DIFFUSED and source is not None:
+                self.received.setdefault(index, set()).add(source)
+            elif trial["origin"] in REMEMBERED_ORIGINS and source is not None:  # of the own store
+                self.remembered.setdefault(index, set()).add(("", source))
         best: dict[int, float] = {}
         for (_, index), trials in sorted(rounds.items()):
             latencies = [t["latency_s"] for t in trials if t["latency_s"]]
@@ -243,12 +254,12 @@ class SeededPlan(ClusterSteering):
         if memory is None or count <= 0:
             return []
         task = run.tasks[task_index]
-        received = self.received.setdefault(task_index, set())
-        remembered = memory.programs(task_index, task, 2 * count, exclude=received)
+        given = self.remembered.setdefault(task_index, set())
+        remembered = memory.programs(task_index, task, 2 * count, exclude=given)
         own = run.best.get(task_index)
         bound = own / max(task.flops, 1.0) if own else math.inf
         priors = [p for p in remembered if p.latency_s / max(p.task.flops, 1.0) < bound][:count]
-        received.update(p.trial_id for p in priors)
+        given.update((p.task.store_label, p.trial_id) for p in priors)
         if not priors:
             return []
         indexed = [(position, p.trace) for position, p in enumerate(priors)]

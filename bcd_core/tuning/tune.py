@@ -95,7 +95,7 @@ def attach_memory(run: TuningRun, request: MemoryRequest) -> None:
     if run.resumed:
         run.memory = recorded_memory(run.store, run.session_id, run.target_key, run.tasks, say)
     else:
-        run.memory = gather_memory(run.store, run.session_id, run.target_key, run.tasks, request, say)
+        run.memory = gather_memory(run.store, run.session, run.tasks, request, say)
     if run.memory is not None:
         seeded = sum(1 for index, task in enumerate(run.tasks) if run.memory.similar(index, task))
         say(f"memory: {seeded} of {len(run.tasks)} tasks draw on {run.memory.describe()}")

@@ -41,6 +41,12 @@ def second_model(model_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
+def sibling_model(model_dir: Path) -> Path:
+    """The first model's two convolutions, then one more: two of its workloads are the first's."""
+    return models.convnet(model_dir / "memory_sibling.onnx", channels=(3, 8, 16, 12), size=12)
+
+
+@pytest.fixture(scope="module")
 def remembered_store(tmp_path_factory, first_model: Path) -> Path:
     """A store holding one finished tune of the first model."""
     db = tmp_path_factory.mktemp("memory") / "store.db"
@@ -113,16 +119,26 @@ def test_a_new_model_draws_on_an_earlier_tune_with_provenance(tmp_path: Path, re
 
 @pytest.mark.slow
 def test_the_same_workload_is_reused_unchanged_and_may_seed_the_search(
-    tmp_path: Path, remembered_store, first_model
+    tmp_path: Path, remembered_store, sibling_model
 ) -> None:
     team = copy_store(remembered_store, tmp_path / "team.db")
-    run, _ = tune(first_model, tmp_path / "mine.db", MemoryRequest(stores=(str(team),)))
+    run, _ = tune(sibling_model, tmp_path / "mine.db", MemoryRequest(stores=(str(team),)))
     store = RecordStore(tmp_path / "mine.db")
     reused = [t for t in store.trials(run.session_id) if t["origin"] == "reused"]
     assert reused and all(t["adaptation"].startswith("copy; from memory_first.onnx") for t in reused)
     workload = reused[0]["workload_id"]
     seeds = store.top_records(workload, run.target_key, 1000, exclude_origins=SEARCH_HIDDEN_ORIGINS)
     assert any(row["origin"] == "reused" for row in seeds)
+
+
+@pytest.mark.slow
+def test_a_models_own_earlier_sessions_are_not_drawn_on(tmp_path: Path, remembered_store, first_model) -> None:
+    """A new session of a model starts over: two strategies tuned in one store compare fairly."""
+    db = copy_store(remembered_store, tmp_path / "store.db")
+    run, _ = tune(first_model, db, new_session=True)
+    assert run.session_id != 1
+    assert memory_trials(db, run.session_id) == []
+    assert RecordStore(db).memory_used(run.session_id) == []
 
 
 @pytest.mark.slow

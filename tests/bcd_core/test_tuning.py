@@ -159,3 +159,24 @@ def test_a_model_with_token_ids_is_measured_and_exported(tmp_path: Path, host) -
     library = export_library(compile_tuned(database, imported.relax_mod, host), tmp_path / "embedding")
     report = check_library(library, imported.inputs, imported.onnx_model, runs=3)
     assert report.matches, report.max_abs_error
+
+
+@pytest.mark.slow
+def test_a_task_skipped_before_any_measurement_is_exported_untuned(tmp_path: Path, tiny_mlp: Path, host) -> None:
+    """Skipping a task before its first round must not strand the session: the export
+    compiles it unscheduled (CPU), says so, and still matches onnxruntime."""
+    from bcd_core.export import export_tuned_session
+    from bcd_core.tuning.control import TuningControl
+    from bcd_core.tuning.session import prepare_model
+
+    last = prepare_model(tiny_mlp, host).tasks[-1]
+    control = TuningControl()
+    control.skip_task(last.index)  # requested before the tune starts: applied before any round
+    db = tmp_path / "skipped.db"
+    run = run_session(tiny_mlp, db, host, TuneSettings(trials_per_task=4, trials_per_round=2), control=control)
+    store = RecordStore(db)
+    row = next(r for r in store.tasks(run.session_id) if r["idx"] == last.index)
+    assert row["status"] == "skipped" and not store.trials(run.session_id, task_id=row["id"])
+    result = export_tuned_session(store, run.session_id, tmp_path / "skipped.so", runs=3)
+    assert result.untuned == [last.name]
+    assert result.path.is_file() and result.check is not None and result.check.matches

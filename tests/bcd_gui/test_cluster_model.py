@@ -126,3 +126,17 @@ def test_speedup_over_untuned_and_cluster_totals(qtbot) -> None:
     assert model.index_of(("task", 0), column("Speedup")).data() == "10.0x"
     assert model.index_of(("cluster", "conv"), column("Trials")).data() == "24"
     assert model.index_of(("cluster", "conv"), column("Best")).data() == "300.0 us"
+
+
+def test_clusters_of_one_operator_chain_get_distinct_names(qtbot) -> None:
+    tasks = [
+        task(0, "sketch-1x1", 0, representative=True, operator_key="conv2d_add_relu"),
+        task(1, "sketch-3x3", 1, representative=True, operator_key="conv2d_add_relu"),
+        task(2, "pool", 2, operator_key="max_pool2d"),
+    ]
+    model = ClusterTreeModel()
+    model.set_snapshot(snapshot(tasks))
+    names = [model.index(row, 0).data() for row in range(model.rowCount())]
+    assert len(set(names)) == 3
+    assert names[0].startswith("1. conv2d_add_relu (1 of 2)") and names[1].startswith("2. conv2d_add_relu (2 of 2)")
+    assert names[2].startswith("3. max_pool2d  [")

@@ -158,6 +158,7 @@ def test_sessions_list_reopens_and_resumes_a_stored_session(qtbot, window, tiny_
 
     open_and_wait(qtbot, window, tiny_mlp)
     assert window.snapshot.session_id == 1  # the stored session is shown, not a blank preview
+    assert window.settings_panel.trials_per_task.value() == 4  # and the settings it was tuned with
     assert window.sessions.table.rowCount() == 1
     window.sessions.table.selectRow(0)
     assert window.sessions.resume_button.isEnabled()
@@ -219,3 +220,25 @@ def test_a_session_that_drew_on_memory_says_so(qtbot, window, tmp_path: Path) ->
     window.select_item(("task", seeded[0].index))
     text = window.provenance.text.text()
     assert "earlier tune" in text and "earlier_net.onnx" in text
+
+
+@pytest.mark.slow
+def test_requests_made_before_tune_apply_when_it_starts(qtbot, window, tiny_mlp: Path) -> None:
+    """Skip a task and cap another before pressing Tune: the tune starts with both applied."""
+    preview = open_and_wait(qtbot, window, tiny_mlp)
+    skipped, capped = preview.tasks[-1].index, preview.tasks[0].index
+    assert window.window_actions.skip_action.isEnabled()  # steering is offered before Tune
+    window.select_item(("task", skipped))
+    window.skip_selected()
+    window.select_item(("task", capped))
+    window.steering.set_budget(2)
+    assert "when tuning starts" in window.status_text.text()
+    assert len(window.pending_control.pending()) == 2
+    window.start_tune(TuneSettings(trials_per_task=8, trials_per_round=2), "llvm", new_session=True)
+    with qtbot.waitSignal(window.tuneFinished, timeout=300_000) as finished:
+        pass
+    assert finished.args[0] == "completed"
+    assert window.pending_control.pending() == []  # the next tune starts clean
+    snapshot = window.snapshot
+    assert snapshot.task(skipped).status == "skipped" and snapshot.task(skipped).trials == 0
+    assert snapshot.task(capped).trials <= 2 + 2  # capped at 2 (one batch of 2 may be in flight)

@@ -1,0 +1,95 @@
+"""Panels on their own, fed rows as the store gives them."""
+
+from __future__ import annotations
+
+from bcd_gui.panels import SessionsPanel
+
+
+def session_row(session_id: int, status: str) -> dict:
+    return {
+        "id": session_id,
+        "model_name": "m.onnx",
+        "strategy": "bcd",
+        "status": status,
+        "trials_done": 8,
+        "estimated_latency_s": 1e-3,
+        "elapsed_s": 12.0,
+        "started_at": "2026-11-25T07:00:00",
+    }
+
+
+def status_and_resumable(panel: SessionsPanel, session_id: int) -> tuple[str, bool]:
+    row = next(r for r in range(panel.table.rowCount()) if panel.table.item(r, 0).text() == str(session_id))
+    panel.table.selectRow(row)
+    return panel.table.item(row, 3).text(), panel.resume_button.isEnabled()
+
+
+def test_the_session_this_window_tunes_shows_paused_and_cannot_be_resumed(qtbot) -> None:
+    panel = SessionsPanel()
+    qtbot.addWidget(panel)
+    panel.show_sessions([session_row(1, "stopped"), session_row(2, "running"), session_row(3, "completed")])
+    assert status_and_resumable(panel, 1) == ("stopped", True)
+    assert status_and_resumable(panel, 3) == ("completed", False)
+    assert status_and_resumable(panel, 2) == ("running", True)  # another process's, maybe dead: resumable
+
+    panel.set_live(2)
+    assert status_and_resumable(panel, 2) == ("running", False)
+    panel.set_live(2, paused=True)
+    assert status_and_resumable(panel, 2) == ("paused", False)
+    panel.show_sessions([session_row(1, "stopped"), session_row(2, "running")])  # a refresh keeps it
+    assert status_and_resumable(panel, 2) == ("paused", False)
+    panel.set_live(None)
+    assert status_and_resumable(panel, 2) == ("running", True)
+    assert status_and_resumable(panel, 1) == ("stopped", True)
+
+
+def test_the_log_follows_the_newest_line_unless_scrolled_up(qtbot) -> None:
+    from bcd_gui.panels import LogPanel
+
+    panel = LogPanel()
+    qtbot.addWidget(panel)
+    panel.resize(400, 120)
+    panel.show()
+    for number in range(200):
+        panel.add_line(f"line {number}")
+    bar = panel.verticalScrollBar()
+    assert bar.maximum() > 0 and bar.value() == bar.maximum()
+    bar.setValue(0)  # the user reads an older line: it stays in view
+    panel.add_line("line 200")
+    assert bar.value() == 0
+
+
+def test_an_engine_message_reaches_the_log_once(qtbot, window, caplog) -> None:
+    from bcd_core.tuning.events import SessionMessage
+
+    with caplog.at_level("INFO"):
+        window.tuning._on_event(SessionMessage(1, "info", "memory: 3 of 4 tasks draw on 1 earlier sessions"))
+    assert not [r for r in caplog.records if "memory: 3 of 4" in r.getMessage()]  # the engine logs its own
+
+
+def test_help_has_a_guide_with_the_panels_and_shortcuts(qtbot, window) -> None:
+    from PySide6.QtWidgets import QMessageBox
+
+    titles = [a.text() for a in window.menuBar().actions()]
+    help_menu = window.menuBar().actions()[titles.index("&Help")].menu()
+    assert "&Guide" in [a.text() for a in help_menu.actions()]
+    window.window_actions.guide_action.trigger()
+    box = qtbot.waitUntil(lambda: window.findChild(QMessageBox) is not None) or window.findChild(QMessageBox)
+    text = box.text()
+    assert "Ctrl+R" in text and "Provenance" in text and "memory" in text
+    box.close()
+
+
+def test_a_long_status_message_is_elided_and_whole_in_its_tooltip(qtbot) -> None:
+    from bcd_gui.status import ElidedLabel
+
+    label = ElidedLabel()
+    qtbot.addWidget(label)
+    label.resize(160, 20)
+    label.show()
+    message = "fused_conv2d_add_relu: no sketch matches its cluster's programs; MetaSchedule's search alone tunes it"
+    label.setText(message)
+    assert label.text() == label.toolTip() == message
+    assert label.shown_text() != message and label.shown_text().endswith("…")
+    label.resize(2000, 20)
+    assert label.shown_text() == message
