@@ -68,6 +68,11 @@ class MemoryUse:
     sessions: list[str]  # "model (session N)", with the store when it is not this one
     tasks_seeded: int  # tasks that measured at least one remembered program
     tasks_best: int  # tasks whose best program is a remembered one
+    models: list[str] = field(default_factory=list)  # the earlier tunes' models, once each
+
+    def summary(self) -> str:
+        """One short line (the dashboard's Memory row; `describe` is its tooltip)."""
+        return f"{self.tasks_seeded} tasks seeded, {self.tasks_best} kept as best; from {', '.join(self.models)}"
 
     def describe(self) -> str:
         return (
@@ -91,7 +96,8 @@ def memory_use(store: RecordStore, session_id: int, tasks: Sequence[TaskView]) -
         [session_id],
     )[0][0]
     best = sum(1 for task in tasks if task.best_origin in REMEMBERED_ORIGINS)
-    return MemoryUse(sessions, int(seeded), best)
+    models = list(dict.fromkeys(str(row["model_name"]).removesuffix(".onnx") for row in rows))
+    return MemoryUse(sessions, int(seeded), best, models)
 
 
 @dataclass
@@ -350,11 +356,27 @@ class Provenance:
 
 
 def provenance_of(store: RecordStore, snapshot: SessionSnapshot, task_index: int) -> Provenance:
+    """Where the task's best program from another task came from: the fastest of its
+    diffused, remembered or reused trials, its source and how it was adapted."""
     task = snapshot.task(task_index)
-    source_id = task.diffused_from_trial_id
-    representative = source_latency = adaptation = None
     sid = snapshot.session_id
-    if source_id is not None:
+    carried = "origin in ('diffused', 'memory', 'reused')"
+    counts = dict(
+        _grouped(
+            store,
+            f"select origin, count(*) from trials where session_id = ? and task_id = ? and {carried} group by origin",
+            [sid, task.row_id],
+        )
+    )
+    seeding = _grouped(
+        store,
+        f"select origin, source_trial_id, adaptation from trials where session_id = ? and task_id = ? and {carried}"
+        " and latency_s is not null order by latency_s, id limit 1",
+        [sid, task.row_id],
+    )
+    origin, source_id, adaptation = seeding[0] if seeding else (None, None, None)
+    representative = source_latency = None
+    if source_id is not None:  # a trial of this store (another task's, or an earlier tune's)
         found = _grouped(
             store,
             "select t.name, s.latency_s from trials s join tasks t on t.id = s.task_id where s.id = ?",
@@ -362,30 +384,6 @@ def provenance_of(store: RecordStore, snapshot: SessionSnapshot, task_index: int
         )
         if found:
             representative, source_latency = found[0]
-        adapted = _grouped(
-            store,
-            "select adaptation from trials where session_id = ? and task_id = ? and source_trial_id = ?"
-            " and latency_s is not null order by latency_s limit 1",
-            [sid, task.row_id, source_id],
-        )
-        adaptation = adapted[0][0] if adapted else None
-    counts = dict(
-        _grouped(
-            store,
-            "select origin, count(*) from trials where session_id = ? and task_id = ?"
-            " and origin in ('diffused', 'memory', 'reused') group by origin",
-            [sid, task.row_id],
-        )
-    )
-    seeding = _grouped(
-        store,
-        "select origin, adaptation from trials where session_id = ? and task_id = ?"
-        " and origin in ('diffused', 'memory', 'reused') and latency_s is not null order by latency_s limit 1",
-        [sid, task.row_id],
-    )
-    origin = seeding[0][0] if seeding else None
-    if origin in REMEMBERED_ORIGINS:  # another tune's program: the adaptation names its model and task
-        adaptation = seeding[0][1]
     return Provenance(
         task=task,
         representative=representative,

@@ -53,7 +53,7 @@ def _report_stalls(meter: Any) -> None:
 def _screenshot_and_quit(window: Any, path: str, meter: Any = None) -> None:
     snapshot = window.snapshot
     if snapshot is not None:  # show a diffused member's provenance, the view people ask about
-        diffused = [t for t in snapshot.tasks if t.diffused_from_trial_id is not None and t.best_s]
+        diffused = [t for t in snapshot.tasks if t.diffused_best_s is not None and t.best_s]
         if diffused:
             window.select_item(("task", max(diffused, key=lambda t: t.weight * t.best_s).index))
     QApplication.processEvents()

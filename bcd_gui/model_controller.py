@@ -80,6 +80,7 @@ class ModelController(Controller):
             f"{path.name}: {len(prepared.tasks)} tasks in {len(prepared.clusters)} clusters "
             f"(prepared in {prepared.prepare_s:.1f} s). Press Ctrl+R to tune."
         )
+        win.update_actions()  # Tune, and steering before it, are offered at once
         win.modelOpened.emit(win.snapshot)
         win.run_job(
             "Timing the untuned tasks",

@@ -192,7 +192,8 @@ class OverviewPanel(QWidget):
         session = "not tuned yet" if not s.get("id") else f"#{s['id']} {s['strategy']}, {s['status']}"
         self.values["session"].setText(session)
         memory = snapshot.memory
-        self.values["memory"].setText("no earlier tune drawn on" if memory is None else memory.describe())
+        self.values["memory"].setText("no earlier tune drawn on" if memory is None else memory.summary())
+        self.values["memory"].setToolTip("" if memory is None else memory.describe())
         self.values["memory"].setWordWrap(True)
 
 

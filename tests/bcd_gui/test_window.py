@@ -212,7 +212,8 @@ def test_a_session_that_drew_on_memory_says_so(qtbot, window, tmp_path: Path) ->
 
     open_and_wait(qtbot, window, second)
     assert window.snapshot.session_id == later.session_id
-    assert "earlier_net.onnx (session 1)" in window.overview.values["memory"].text()
+    assert "from earlier_net" in window.overview.values["memory"].text()
+    assert "earlier_net.onnx (session 1)" in window.overview.values["memory"].toolTip()
     store = RecordStore(db)
     snapshot = load_snapshot(store, later.session_id)
     seeded = [t for t in snapshot.tasks if provenance_of(store, snapshot, t.index).origin in ("memory", "reused")]
