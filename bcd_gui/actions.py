@@ -92,7 +92,8 @@ class WindowActions:
         )
 
     def update(self, has_model: bool, tuning: bool, tuned: bool) -> None:
-        """Enable what makes sense now: steering only while tuning, exports once a session exists."""
+        """Enable what makes sense now: steering once a model is open (before Tune its requests wait for
+        the tune), exports once a session exists."""
         self.tune_action.setEnabled(has_model and not tuning)
         self.pause_action.setEnabled(tuning)
         self.stop_action.setEnabled(tuning)
