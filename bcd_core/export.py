@@ -44,16 +44,20 @@ def compile_tuned(
     target: Target,
     progress: Progress = lambda _: None,
     untuned_ok: Collection[str] = (),
+    missing: list[str] | None = None,
 ) -> relax.VMExecutable:
     """Build the whole model with the best stored program of every task.
 
     `raw_mod` must be the module straight from the importer: `compile_relax` fuses it
     itself, and a pre-fused module makes every lookup miss. Tasks named in `untuned_ok` (the
-    user skipped them) may lack a record: on a CPU they are compiled unscheduled."""
+    user skipped them) may lack a record: on a CPU they are compiled unscheduled. `missing`:
+    `missing_records` of the same module, when the caller has it already (it extracts tasks)."""
     progress("checking that every task has a tuning record")
-    missing = [name for name in missing_records(database, raw_mod, target) if name not in untuned_ok or is_gpu(target)]
-    if missing:
-        raise MissingRecordError(missing)
+    if missing is None:
+        missing = missing_records(database, raw_mod, target)
+    lacking = [name for name in missing if name not in untuned_ok or is_gpu(target)]
+    if lacking:
+        raise MissingRecordError(lacking)
     load_tensor_intrinsics(target)
     progress("compiling the tuned model")
     return ms.relax_integration.compile_relax(database, raw_mod, target, params={})
@@ -240,8 +244,9 @@ def export_tuned_session(
     database = SqliteDatabase(store, target_key(target))
     progress(1, EXPORT_STEPS, "compiling the tuned model")
     skipped = [row["name"] for row in store.tasks(session_id) if row["status"] == TaskStatus.SKIPPED]
-    untuned = [name for name in missing_records(database, imported.relax_mod, target) if name in skipped]
-    executable = compile_tuned(database, imported.relax_mod, target, untuned_ok=skipped)
+    missing = missing_records(database, imported.relax_mod, target)
+    untuned = [name for name in missing if name in skipped]
+    executable = compile_tuned(database, imported.relax_mod, target, untuned_ok=skipped, missing=missing)
     progress(2, EXPORT_STEPS, f"writing {library_path(out).name}")
     path = export_library(executable, out)
     report = None

@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import tvm
-import tvm_ffi
 from tvm.target import Target
 
+from bcd_core.records.database import workload_shash
 from bcd_core.records.store import RecordStore
 from bcd_core.target import target_key
 from bcd_core.tasks import Task
@@ -70,7 +70,7 @@ def stored_untuned(
     is read back, only what it lacks is measured (and kept), so the figure does not move
     between opens of the same model."""
     key = target_key(target)
-    hashes = {task.index: str(tvm_ffi.structural_hash(task.mod)) for task in tasks}
+    hashes = {task.index: workload_shash(task.mod) for task in tasks}
     stored = store.untuned_latencies(sorted(set(hashes.values())), key)
     missing = [task for task in tasks if hashes[task.index] not in stored]
     measured = measure_untuned(missing, target, progress) if missing else {}

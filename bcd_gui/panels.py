@@ -167,6 +167,7 @@ class OverviewPanel(QWidget):
             grid.addWidget(value, row, 1)
             self.values[name] = value
         grid.setColumnStretch(1, 1)
+        self.values["memory"].setWordWrap(True)  # the models drawn on can take two lines
 
     def show_snapshot(self, snapshot: SessionSnapshot, untuned: dict[int, float]) -> None:
         tasks = snapshot.tasks
@@ -194,7 +195,6 @@ class OverviewPanel(QWidget):
         memory = snapshot.memory
         self.values["memory"].setText("no earlier tune drawn on" if memory is None else memory.summary())
         self.values["memory"].setToolTip("" if memory is None else memory.describe())
-        self.values["memory"].setWordWrap(True)
 
 
 class ProvenancePanel(QWidget):

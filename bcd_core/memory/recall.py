@@ -5,21 +5,20 @@ same sessions."""
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tvm_ffi
 from tvm.s_tir.schedule import Trace
+from tvm.target import Target
 
 from bcd_core.errors import StoreError
 from bcd_core.memory.similar import RememberedTask, TaskLike, most_similar
-from bcd_core.records.database import SqliteDatabase
+from bcd_core.records.database import SqliteDatabase, workload_shash
 from bcd_core.records.store import RecordStore
+from bcd_core.target import describe_target
 
-log = logging.getLogger("bcd.memory")
 Say = Callable[[str], None]  # where the memory's messages go (the session's log)
 
 
@@ -42,6 +41,10 @@ class MemorySource:
     label: str  # "" for the tune's own store, else its path
     store: RecordStore
     database: SqliteDatabase
+
+    @classmethod
+    def of(cls, label: str, store: RecordStore, target_key: str) -> MemorySource:
+        return cls(label, store, SqliteDatabase(store, target_key))
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,7 @@ class TuningMemory:
 def workload_hash(task: TaskLike) -> str:
     """The structural hash the store keys the task's workload by ("" without a module)."""
     mod = getattr(task, "mod", None)
-    return "" if mod is None else str(tvm_ffi.structural_hash(mod))
+    return "" if mod is None else workload_shash(mod)
 
 
 def open_memory_store(path: str | Path) -> RecordStore:
@@ -129,13 +132,11 @@ def open_memory_store(path: str | Path) -> RecordStore:
 
 
 def describe_target_key(key: str) -> str:
+    """A stored target key as `describe_target` words it (the key itself if it is not one)."""
     try:
-        target = json.loads(key)
-    except ValueError:
+        return describe_target(Target(json.loads(key)))
+    except Exception:  # a key of another tool version or an unknown kind: show it as it is
         return key[:80]
-    if target.get("kind") == "llvm":
-        return f"llvm {target.get('mcpu', 'generic')} x{target.get('num-cores', '?')}"
-    return f"{target.get('kind', '?')} {target.get('arch', '')}".strip()
 
 
 def sessions_on_target(store: RecordStore, target_key: str, model_hash: str, label: str, say: Say) -> list[int]:
@@ -173,19 +174,18 @@ def build_memory(
     ]
     memory = TuningMemory(sources, remembered)
     useful = {(t.store_label, t.session_id) for i, task in enumerate(tasks) for t in memory.similar(i, task)}
+    # Every task's most similar ones are in the sessions kept, so its cached choice stands.
     memory.tasks = [t for t in remembered if (t.store_label, t.session_id) in useful]
-    memory.similar_cache.clear()
     return memory if memory.tasks else None
 
 
 def open_sources(own: RecordStore, target_key: str, paths: Sequence[str]) -> dict[str, MemorySource]:
-    sources = {"": MemorySource("", own, SqliteDatabase(own, target_key))}
+    sources = {"": MemorySource.of("", own, target_key)}
     for path in paths:
         label = str(Path(path).resolve())
         if Path(label) == own.path.resolve() or label in sources:
             continue
-        store = open_memory_store(path)
-        sources[label] = MemorySource(label, store, SqliteDatabase(store, target_key))
+        sources[label] = MemorySource.of(label, open_memory_store(path), target_key)
     return sources
 
 
@@ -214,14 +214,12 @@ def recorded_memory(
     if not rows:
         return None
     paths = sorted({row["store"] for row in rows if row["store"]})
-    sources = {"": MemorySource("", own, SqliteDatabase(own, target_key))}
+    sources = {"": MemorySource.of("", own, target_key)}
     for path in paths:
         try:
-            store = open_memory_store(path)
+            sources[path] = MemorySource.of(path, open_memory_store(path), target_key)
         except StoreError as err:
             say(f"memory: {err}; resuming without that store")
-            continue
-        sources[path] = MemorySource(path, store, SqliteDatabase(store, target_key))
     session_ids: dict[str, list[int]] = {}
     for row in rows:
         if row["store"] in sources:
@@ -234,11 +232,10 @@ def preview_memory(
 ) -> TuningMemory | None:
     """The memory a tune of `tasks` would draw on from the stores at `paths` (read-only, for
     `bcd inspect --db`); nothing is recorded."""
-    sources: dict[str, MemorySource] = {}
+    sources = {}
     for path in paths:
         label = str(Path(path).resolve())
-        store = open_memory_store(path)
-        sources[label] = MemorySource(label, store, SqliteDatabase(store, target_key))
+        sources[label] = MemorySource.of(label, open_memory_store(path), target_key)
     session_ids = {
         label: sessions_on_target(source.store, target_key, model_hash, label, say) for label, source in sources.items()
     }

@@ -21,6 +21,11 @@ from bcd_core.records.store import RecordStore, TrialRow
 from bcd_core.target import target_key as make_target_key
 
 
+def workload_shash(mod: tvm.IRModule) -> str:
+    """The structural hash a workload is stored and looked up by (the `shash` column)."""
+    return str(tvm_ffi.structural_hash(mod))
+
+
 def run_secs_of(record: TuningRecord) -> list[float] | None:
     """Seconds per run, or None for a failed candidate."""
     if record.run_secs is None:
@@ -59,7 +64,7 @@ class SqliteDatabase(ms.database.PyDatabase):
 
     def find_workload_id(self, mod: tvm.IRModule) -> int | None:
         with self._lock:
-            for workload_id in self._load_hash(str(tvm_ffi.structural_hash(mod))):
+            for workload_id in self._load_hash(workload_shash(mod)):
                 if tvm_ffi.structural_equal(self._workloads[workload_id].mod, mod):
                     return workload_id
         return None
@@ -77,7 +82,7 @@ class SqliteDatabase(ms.database.PyDatabase):
             if found is not None:
                 return found
             workload = Workload(mod)
-            shash = str(tvm_ffi.structural_hash(mod))
+            shash = workload_shash(mod)
             workload_id = self.store.add_workload(shash, workload.as_json())
             self._workloads[workload_id] = workload
             self._ids_by_hash.setdefault(shash, []).append(workload_id)

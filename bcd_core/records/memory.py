@@ -1,12 +1,10 @@
-"""What tuning memory (bcd_core/memory) reads from a store, what a session records of it, and
-the untuned latencies remembered per workload and target."""
+"""What tuning memory (bcd_core/memory) reads from a store, and what a session records of it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from bcd_core.records.rows import now_iso
 from bcd_core.records.store_base import StoreBase
 
 
@@ -50,23 +48,3 @@ class MemoryMixin(StoreBase):
             return []  # an older store opened read-only
         with self._lock:
             return list(self.db["memory_used"].rows_where("session_id = ?", [session_id], order_by="id"))
-
-    # -- untuned latencies ------------------------------------------------------------------
-    def untuned_latencies(self, shashes: Sequence[str], target_key: str) -> dict[str, float]:
-        """Workload hash -> the untuned latency stored for it on `target_key`."""
-        if not shashes or "untuned" not in self.db.table_names():
-            return {}
-        marks = ", ".join("?" * len(shashes))
-        sql = f"select shash, latency_s from untuned where target_key = ? and shash in ({marks}) order by id"
-        with self._lock:
-            return {row["shash"]: row["latency_s"] for row in self.db.query(sql, [target_key, *shashes])}
-
-    def record_untuned(self, latencies: dict[str, float], target_key: str) -> None:
-        if self.read_only:
-            return
-        rows = [
-            {"shash": shash, "target_key": target_key, "latency_s": latency, "measured_at": now_iso()}
-            for shash, latency in latencies.items()
-        ]
-        with self.transaction() as db:
-            db["untuned"].insert_all(rows)
