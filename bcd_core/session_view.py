@@ -273,6 +273,19 @@ def load_snapshot(store: RecordStore, session_id: int) -> SessionSnapshot:
     )
 
 
+def estimate_with_untuned(snapshot: SessionSnapshot, untuned: dict[int, float]) -> tuple[float | None, list[str]]:
+    """The model's estimate, and the tasks in it at their untuned latency: a task skipped
+    before it was measured is compiled untuned on export, so it counts as such here; None
+    while a task that is not skipped has no measurement (or its untuned time is unknown)."""
+    if snapshot.estimated_latency_s is not None:
+        return snapshot.estimated_latency_s, []
+    unmeasured = [t for t in snapshot.tasks if t.best_s is None]
+    if any(t.status != TaskStatus.SKIPPED or t.index not in untuned for t in unmeasured):
+        return None, []
+    total = sum(t.weight * (t.best_s if t.best_s is not None else untuned[t.index]) for t in snapshot.tasks)
+    return total, [t.name for t in unmeasured]
+
+
 def clusters_of(tasks: list[TaskView]) -> list[ClusterView]:
     """Clusters in the engine's current priority order, representative first."""
     grouped: dict[str, list[TaskView]] = {}

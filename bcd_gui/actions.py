@@ -17,6 +17,7 @@ class Commands(Protocol):
     """What the actions trigger: the main window's public methods."""
 
     def choose_model(self) -> None: ...
+    def choose_store(self) -> None: ...
     def open_model(self, path: str | Path) -> None: ...
     def choose_export_module(self) -> None: ...
     def choose_export_report(self) -> None: ...
@@ -28,6 +29,7 @@ class Commands(Protocol):
     def move_selected_cluster(self, offset: int) -> None: ...
     def choose_budget(self) -> None: ...
     def skip_selected(self) -> None: ...
+    def unskip_selected(self) -> None: ...
     def choose_move_target(self) -> None: ...
     def move_selected_task(self, cluster_key: str | None) -> None: ...
     def make_selected_representative(self) -> None: ...
@@ -57,6 +59,8 @@ class WindowActions:
         a, c = partial(make_action, parent), commands
         self.open_action = a("&Open model...", c.choose_model, QKeySequence.StandardKey.Open, "open")
         self.sample_action = a("Open &sample model", lambda: c.open_model(SAMPLE_MODEL))
+        self.open_store_action = a("Open records &store...", c.choose_store, "Ctrl+Shift+O")
+        self.open_store_action.setToolTip("Show the sessions of a records store; follow and steer one being tuned now")
         self.export_module_action = a("Export compiled &module (.so)...", c.choose_export_module, "Ctrl+E", "export")
         self.export_report_action = a(
             "Export &report (HTML, CSV, JSON)...", c.choose_export_report, "Ctrl+Shift+E", "report"
@@ -70,6 +74,7 @@ class WindowActions:
         self.down_action = a("Move cluster &down", lambda: c.move_selected_cluster(1), "Ctrl+Down", "down")
         self.budget_action = a("Set &budget...", c.choose_budget, "Ctrl+B")
         self.skip_action = a("S&kip task", c.skip_selected, "Ctrl+K", "skip")
+        self.unskip_action = a("&Un-skip task", c.unskip_selected, "Ctrl+Shift+K")
         self.move_action = a("&Move task to cluster...", c.choose_move_target, "Ctrl+M")
         self.singleton_action = a("Make task a s&ingleton", lambda: c.move_selected_task(None))
         self.representative_action = a("Make &representative", c.make_selected_representative, "Ctrl+Shift+R")
@@ -86,6 +91,7 @@ class WindowActions:
             self.down_action,
             self.budget_action,
             self.skip_action,
+            self.unskip_action,
             self.move_action,
             self.singleton_action,
             self.representative_action,
@@ -97,12 +103,13 @@ class WindowActions:
         self.tune_action.setEnabled(has_model and not tuning)
         self.pause_action.setEnabled(tuning)
         self.stop_action.setEnabled(tuning)
-        for action in self.steering:  # before Tune too: the requests apply when it starts
-            action.setEnabled(has_model)
+        for action in self.steering:  # before Tune too (the requests apply when it starts), and attached
+            action.setEnabled(has_model or tuning)
         self.export_module_action.setEnabled(tuned and not tuning)
         self.export_report_action.setEnabled(tuned)
         self.export_json_action.setEnabled(tuned)
         self.open_action.setEnabled(not tuning)
+        self.open_store_action.setEnabled(not tuning)
         if not tuning:
             self.show_paused(False)
 

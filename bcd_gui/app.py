@@ -19,7 +19,11 @@ from bcd_core.records.states import SessionStatus
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bcd-gui", description="The bcd tuning dashboard.")
     parser.add_argument("model", nargs="?", help="an ONNX model to open (default: offer the bundled sample)")
-    parser.add_argument("--db", help="records database (default runs/MODEL.db, as `bcd tune`)")
+    parser.add_argument(
+        "--db",
+        help="records database (default runs/MODEL.db, as `bcd tune`); alone, show its sessions and "
+        "follow the one being tuned now",
+    )
     parser.add_argument("--tune", action="store_true", help="start tuning as soon as the model is open")
     parser.add_argument("--trials-per-task", type=int, help="budget setting to start with (default 32)")
     parser.add_argument(
@@ -106,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.tune:
             window.modelOpened.connect(lambda _snapshot: window.start_tune())
         window.open_model(Path(args.model))
+    elif args.db and Path(args.db).is_file():
+        window.open_store(args.db)
     code = app.exec()
     if meter is not None and meter.running:
         _report_stalls(meter)

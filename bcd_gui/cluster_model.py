@@ -33,6 +33,37 @@ ROOT = QModelIndex()  # the invisible root, as a default argument
 ROLE_ITEM = Qt.ItemDataRole.UserRole + 1  # ("cluster", key) or ("task", index)
 
 
+def request_words(request: ControlRequest) -> str:
+    """A pending request in a few words, as its row shows it."""
+    args = request.args
+    return {
+        RequestKind.PRIORITY: "reorder",
+        RequestKind.TASK_BUDGET: f"budget {args.get('trials')}",
+        RequestKind.CLUSTER_BUDGET: f"budget {args.get('trials')}",
+        RequestKind.TOTAL_BUDGET: f"total budget {args.get('trials')}",
+        RequestKind.SKIP: "skip",
+        RequestKind.UNSKIP: "un-skip",
+        RequestKind.MOVE: "move",
+        RequestKind.REPRESENTATIVE: "new representative",
+    }.get(request.kind, str(request.kind))
+
+
+def describe_pending(request: ControlRequest, snapshot: SessionSnapshot | None) -> str:
+    """What a pending request will do, naming its task or cluster: for the status bar."""
+    args = request.args
+    subject = ""
+    if "task" in args and snapshot is not None:
+        try:
+            subject = f" {snapshot.task(int(args['task'])).name}"
+        except KeyError:
+            subject = f" task {args['task']}"
+    elif args.get("cluster"):
+        subject = f" cluster {args['cluster']}"
+    if request.kind == RequestKind.MOVE:
+        return f"move{subject} to {args.get('cluster') or 'a cluster of its own'}"
+    return f"{request_words(request)}{subject}"
+
+
 class ClusterTreeModel(QAbstractItemModel):
     priorityRequested = Signal(list)  # cluster keys in the new order
     moveRequested = Signal(int, str)  # task index, target cluster key
@@ -76,15 +107,7 @@ class ClusterTreeModel(QAbstractItemModel):
         clusters: dict[str, list[str]] = {}
         for request in requests:
             args = request.args
-            text = {
-                RequestKind.PRIORITY: "reorder",
-                RequestKind.TASK_BUDGET: f"budget {args.get('trials')}",
-                RequestKind.CLUSTER_BUDGET: f"budget {args.get('trials')}",
-                RequestKind.TOTAL_BUDGET: f"total budget {args.get('trials')}",
-                RequestKind.SKIP: "skip",
-                RequestKind.MOVE: "move",
-                RequestKind.REPRESENTATIVE: "new representative",
-            }.get(request.kind, request.kind)
+            text = request_words(request)
             if "task" in args:
                 tasks.setdefault(args["task"], []).append(text)
             if "cluster" in args and args["cluster"]:

@@ -122,20 +122,41 @@ def show_guide(parent: QWidget) -> None:
     box.open()  # not modal to the tune: it keeps running while the guide is read
 
 
-def confirm_stop_and_quit(parent: QWidget) -> bool:
-    """Asked when the window closes while a tune runs; True if the user agrees to stop it."""
-    answer = QMessageBox.question(
-        parent,
-        "Tuning is running",
-        "Stop tuning after the batch in flight and quit? Everything measured is saved; reopen the model to resume.",
+KEEP_TUNING, STOP_TUNING = "keep", "stop"
+
+
+def ask_keep_or_stop_tuning(parent: QWidget) -> str | None:
+    """Asked when the window closes while its tune runs: KEEP_TUNING, STOP_TUNING or None
+    (cancel)."""
+    box = QMessageBox(parent)
+    box.setIcon(QMessageBox.Icon.Question)
+    box.setWindowTitle("Tuning is running")
+    box.setText("Keep tuning after the window closes?")
+    box.setInformativeText(
+        "The tune runs in a process of its own: it can go on without the window (open its records "
+        "store again to watch and steer it), or stop after the batch in flight. Everything measured is saved."
     )
-    return answer == QMessageBox.StandardButton.Yes
+    keep = box.addButton("Keep tuning", QMessageBox.ButtonRole.AcceptRole)
+    stop = box.addButton("Stop tuning", QMessageBox.ButtonRole.DestructiveRole)
+    box.addButton(QMessageBox.StandardButton.Cancel)
+    box.setDefaultButton(keep)
+    box.exec()
+    clicked = box.clickedButton()
+    return KEEP_TUNING if clicked is keep else STOP_TUNING if clicked is stop else None
 
 
 def ask_model_path(parent: QWidget) -> str:
     """An ONNX model to open, or "" if the user cancels."""
     path, _ = QFileDialog.getOpenFileName(
         parent, "Open an ONNX model", str(Path.cwd()), "ONNX models (*.onnx);;All files (*)"
+    )
+    return path
+
+
+def ask_store_path(parent: QWidget) -> str:
+    """A records store to open, or "" if the user cancels."""
+    path, _ = QFileDialog.getOpenFileName(
+        parent, "Open a records store", str(Path.cwd()), "bcd records (*.db);;All files (*)"
     )
     return path
 

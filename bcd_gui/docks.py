@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDockWidget, QFrame, QLabel, QMainWindow, QScrollArea, QVBoxLayout, QWidget
 
 from bcd_gui.panels import LogPanel, OverviewPanel, ProvenancePanel, QtLogHandler, SessionsPanel, SettingsPanel
 
@@ -25,9 +25,11 @@ class Docks:
         layout.addWidget(self.settings_panel)
         layout.addStretch()
         left, bottom = Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.BottomDockWidgetArea
-        self.model_dock = _dock(window, "Model", "modelDock", model_page, left)
+        # Scrolled, not squeezed: in a short window the docks share the height, and a page
+        # squeezed below its minimum draws its fields over the next dock.
+        self.model_dock = _dock(window, "Model", "modelDock", _scrolled(model_page), left)
         self.provenance = ProvenancePanel()
-        self.provenance_dock = _dock(window, "Diffusion provenance", "provenanceDock", self.provenance, left)
+        self.provenance_dock = _dock(window, "Diffusion provenance", "provenanceDock", _scrolled(self.provenance), left)
         self.sessions = SessionsPanel()
         self.sessions_dock = _dock(window, "Sessions", "sessionsDock", self.sessions, bottom)
         self.log_panel = LogPanel()
@@ -40,6 +42,15 @@ class Docks:
     def all(self) -> tuple[QDockWidget, ...]:
         """Every dock, in the order the View menu lists them."""
         return (self.model_dock, self.provenance_dock, self.sessions_dock, self.log_dock)
+
+
+def _scrolled(page: QWidget) -> QScrollArea:
+    area = QScrollArea()
+    area.setWidget(page)
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    return area
 
 
 def _dock(window: QMainWindow, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from bcd_core.tuning.settings import TuneSettings
     from bcd_gui.actions import WindowActions
     from bcd_gui.cluster_model import ClusterTreeModel
-    from bcd_gui.jobs import BackgroundJob, TuneWorker
+    from bcd_gui.jobs import BackgroundJob
+    from bcd_gui.live_tune import LiveTune
     from bcd_gui.menus import RecentFiles
     from bcd_gui.panels import OverviewPanel, ProvenancePanel, SessionsPanel, SettingsPanel
     from bcd_gui.plots import CostModelPlot, ModelLatencyPlot, TaskCurvesPlot
@@ -44,7 +45,7 @@ class WindowHost(Protocol):
     reader: RecordStore | None
     snapshot: SessionSnapshot | None
     untuned: dict[int, float]
-    worker: TuneWorker | None
+    worker: LiveTune | None  # the tune followed live: launched by the window or attached
     pending_control: TuningControl  # requests made before Tune, handed to the next tune
     jobs: list[BackgroundJob]
 
@@ -80,6 +81,8 @@ class WindowHost(Protocol):
     def update_status(self) -> None: ...
     def open_reader(self) -> bool: ...
     def show_session(self, session_id: int) -> None: ...
+    def attach(self, session_id: int) -> None: ...
+    def show_pending(self) -> None: ...
     def show_snapshot(self, snapshot: SessionSnapshot) -> None: ...
     def selected_items(self) -> list[tuple[str, Any]]: ...
     def selected_tasks(self) -> list[int]: ...

@@ -28,7 +28,8 @@ from bcd_gui.actions import WindowActions
 from bcd_gui.docks import Docks, attach_log, detach_log, set_tvm_details
 from bcd_gui.export_controller import ExportController
 from bcd_gui.job_runner import JobRunner
-from bcd_gui.jobs import BackgroundJob, TuneWorker
+from bcd_gui.jobs import BackgroundJob
+from bcd_gui.live_tune import LiveTune
 from bcd_gui.menus import RecentFiles, build_menu_bar, build_toolbar
 from bcd_gui.model_controller import ModelController
 from bcd_gui.paths import SAMPLE_MODEL, icon
@@ -42,6 +43,7 @@ from bcd_gui.workspace import Workspace
 
 log = logging.getLogger("bcd.gui")
 GIL_SWITCH_INTERVAL_S = 0.001
+MIN_WIDTH, MIN_HEIGHT = 1024, 700
 
 
 class MainWindow(QMainWindow):
@@ -68,14 +70,14 @@ class MainWindow(QMainWindow):
         self.reader: RecordStore | None = None
         self.snapshot: SessionSnapshot | None = None
         self.untuned: dict[int, float] = {}
-        self.worker: TuneWorker | None = None
+        self.worker: LiveTune | None = None  # the tune followed live (launched here or attached)
         self.pending_control = TuningControl()
         self.jobs: list[BackgroundJob] = []
         self.colors = apply_theme(QApplication.instance(), self.theme_choice())  # type: ignore[arg-type]
-        self.ask_before_quitting = True  # a running tune is stopped (saved) only if the user agrees
-        # The tuner thread runs Python too (search callbacks, cost model, records). With the
-        # default 5 ms switch interval every paint (a Python call per cell) can wait 5 ms per
-        # call for the GIL; 1 ms keeps the window responsive at a small cost to the tuner.
+        self.ask_before_quitting = True  # closing while tuning asks whether to keep the tune running
+        # Background jobs (import, timing, the store watcher) run Python too. With the default
+        # 5 ms switch interval every paint (a Python call per cell) can wait 5 ms per call for
+        # the GIL; 1 ms keeps the window responsive.
         sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
 
         self.job_runner = JobRunner(self)
@@ -86,6 +88,7 @@ class MainWindow(QMainWindow):
         self.exporting = ExportController(self)
         self._build_ui()
         self._connect()
+        self.setMinimumSize(MIN_WIDTH, MIN_HEIGHT)  # the layout holds from here up (tests/bcd_gui/test_layout.py)
         self.preferences.restore_layout(self)
         self.update_actions()
         self._clock = QTimer(self)  # elapsed/ETA tick between rounds
@@ -120,6 +123,7 @@ class MainWindow(QMainWindow):
         self.tree.selectionModel().selectionChanged.connect(self._selection_changed)
         self.sessions.openRequested.connect(self.show_session)
         self.sessions.resumeRequested.connect(self.resume_session)
+        self.sessions.overlayRequested.connect(self.session_view.toggle_overlay)
         self.window_actions.tvm_log_action.toggled.connect(set_tvm_details)
         hints = QGuiApplication.styleHints()
         if hasattr(hints, "colorSchemeChanged"):
@@ -139,10 +143,18 @@ class MainWindow(QMainWindow):
 
     # -- window events --------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:
-        if self.worker is not None and self.ask_before_quitting and not dialogs.confirm_stop_and_quit(self):
+        """A tune this window launched is stopped after its batch in flight, or left running
+        if the user says so (reopen the store to follow it again); an attached one runs on."""
+        choice = dialogs.KEEP_TUNING if self.worker is not None and self.worker.attached else dialogs.STOP_TUNING
+        if self.worker is not None and not self.worker.attached and self.ask_before_quitting:
+            choice = dialogs.ask_keep_or_stop_tuning(self)
+        if choice is None:
             event.ignore()
             return
-        self.tuning.stop_and_wait()
+        if choice == dialogs.KEEP_TUNING:
+            self.tuning.detach()
+        else:
+            self.tuning.stop_and_wait()
         for job in list(self.jobs):  # short jobs (timing, export): let them finish cleanly
             job.wait()
         self.preferences.save_layout(self)
@@ -206,6 +218,18 @@ class MainWindow(QMainWindow):
     def show_session(self, session_id: int) -> None:
         self.session_view.show_session(session_id)
 
+    def show_pending(self) -> None:
+        self.session_view.show_pending()
+
+    def attach(self, session_id: int) -> None:
+        self.tuning.attach(session_id)
+
+    def choose_store(self) -> None:
+        self.models.choose_store()
+
+    def open_store(self, path: str | Path) -> None:
+        self.models.open_store(path)
+
     def show_snapshot(self, snapshot: SessionSnapshot) -> None:
         self.session_view.show_snapshot(snapshot)
 
@@ -263,6 +287,9 @@ class MainWindow(QMainWindow):
 
     def skip_selected(self) -> None:
         self.steering.skip_selected()
+
+    def unskip_selected(self) -> None:
+        self.steering.unskip_selected()
 
     def choose_move_target(self) -> None:
         self.steering.choose_move_target()

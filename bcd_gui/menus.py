@@ -47,6 +47,7 @@ def _file_menu(bar: QMenuBar, actions: WindowActions) -> QMenu:
     file_menu = bar.addMenu("&File")
     file_menu.addAction(actions.open_action)
     file_menu.addAction(actions.sample_action)
+    file_menu.addAction(actions.open_store_action)
     recent_menu = file_menu.addMenu("Open &recent")
     file_menu.addSeparator()
     for action in (actions.export_module_action, actions.export_report_action, actions.export_json_action):

@@ -14,7 +14,7 @@ from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.session import prepare_model
 from bcd_core.tuning.settings import DEFAULT_CLUSTER_MODE
 from bcd_core.untuned import stored_untuned
-from bcd_gui.dialogs import ask_model_path
+from bcd_gui.dialogs import ask_model_path, ask_store_path
 from bcd_gui.host import Controller
 
 DEFAULT_RUNS_DIR = Path("runs")  # the same default as `bcd tune`, so both see the same records
@@ -27,6 +27,44 @@ class ModelController(Controller):
         path = ask_model_path(self.window_widget)
         if path:
             self.open_model(path)
+
+    def choose_store(self) -> None:
+        path = ask_store_path(self.window_widget)
+        if path:
+            self.open_store(path)
+
+    def open_store(self, path: str | Path) -> None:
+        """Use `path` as the records store and show its newest session, following it live if
+        an engine is tuning it now (a `bcd tune` in a terminal, another window's, a server's)."""
+        win = self.win
+        path = Path(path)
+        if win.worker is not None:
+            win.report_error(
+                BcdError("a tune is being followed; stop it before opening another store"), "open the store"
+            )
+            return
+        if not path.is_file():
+            win.report_error(BcdError(f"records store not found: {path}"), "open the store")
+            return
+        win.fixed_db = win.db_path = path
+        win.model_path = win.model_hash = None
+        win.untuned = {}
+        win.pending_control = TuningControl()
+        if not win.open_reader() or win.reader is None:
+            return
+        win.setWindowTitle(f"{path.name} - bcd")
+        sessions = win.reader.sessions()
+        if not sessions:
+            win.status_text.setText(f"{path.name} holds no tuning session yet")
+            win.update_actions()
+            return
+        running = [s["id"] for s in sessions if win.reader.engine_running(s["id"])]
+        win.show_session(running[-1] if running else sessions[-1]["id"])
+        if not running:
+            win.status_text.setText(
+                f"{path.name}: {len(sessions)} session(s); open a session's model to tune or resume it"
+            )
+        win.update_actions()
 
     def open_model(self, path: str | Path) -> None:
         """Import `path` with the panel's target, shapes and cluster mode; `modelOpened` follows."""

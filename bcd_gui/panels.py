@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 from bcd_core.formatting import format_duration, format_flops, format_latency
 from bcd_core.model_import import parse_input_shapes
 from bcd_core.records.states import REMEMBERED_ORIGINS, SessionStatus
-from bcd_core.session_view import Provenance, SessionSnapshot
+from bcd_core.session_view import Provenance, SessionSnapshot, estimate_with_untuned
 from bcd_core.tuning.options import Option, panel_options
 from bcd_core.tuning.settings import TuneSettings
 
@@ -178,16 +178,25 @@ class OverviewPanel(QWidget):
             if tasks and all(t.index in untuned for t in tasks)
             else None
         )
-        estimate = snapshot.estimated_latency_s
+        estimate, untuned_tasks = estimate_with_untuned(snapshot, untuned)
         self.values["model"].setText(s.get("model_name", ""))
         self.values["tasks"].setText(str(len(tasks)))
         self.values["clusters"].setText(f"{len(snapshot.clusters)} ({multi} with members to diffuse into)")
         self.values["flops"].setText(format_flops(sum(t.flops * t.weight for t in tasks)))
         self.values["untuned"].setText("measuring..." if untuned_total is None else format_latency(untuned_total))
-        text = format_latency(estimate) if estimate is not None else "n/a until every task is measured"
+        measured = sum(1 for t in tasks if t.best_s is not None)
+        text = (
+            format_latency(estimate)
+            if estimate is not None
+            else f"once every task is measured ({measured}/{len(tasks)})"
+        )
         if estimate and untuned_total:
             text += f"  ({untuned_total / estimate:.1f}x faster)"
         self.values["estimate"].setText(text)
+        skipped = f"{len(untuned_tasks)} skipped task(s) counted untuned: {', '.join(untuned_tasks)}"
+        self.values["estimate"].setToolTip(skipped if untuned_tasks else "")
+        if untuned_tasks:
+            self.values["estimate"].setText(f"{text}, {len(untuned_tasks)} skipped untuned")
         failed = f", {snapshot.failed_trials} failed" if snapshot.failed_trials else ""
         self.values["trials"].setText(f"{snapshot.trials_done} / {snapshot.trials_total}{failed}")
         session = "not tuned yet" if not s.get("id") else f"#{s['id']} {s['strategy']}, {s['status']}"
@@ -253,6 +262,7 @@ class SessionsPanel(QWidget):
 
     openRequested = Signal(int)
     resumeRequested = Signal(int)
+    overlayRequested = Signal(int)  # show or hide the session beside the one shown
     HEADERS = ("id", "model", "strategy", "status", "trials", "est. latency", "elapsed", "started")
 
     def __init__(self) -> None:
@@ -269,10 +279,14 @@ class SessionsPanel(QWidget):
         buttons = QHBoxLayout()
         self.open_button = QPushButton("Open")
         self.resume_button = QPushButton("Resume")
+        self.overlay_button = QPushButton("Compare")
+        self.overlay_button.setToolTip("Draw this session's estimate beside the shown one (again: remove it)")
         self.open_button.clicked.connect(lambda: self._emit(self.openRequested))
         self.resume_button.clicked.connect(lambda: self._emit(self.resumeRequested))
+        self.overlay_button.clicked.connect(lambda: self._emit(self.overlayRequested))
         buttons.addWidget(self.open_button)
         buttons.addWidget(self.resume_button)
+        buttons.addWidget(self.overlay_button)
         buttons.addStretch()
         layout.addWidget(self.table)
         layout.addLayout(buttons)
@@ -293,11 +307,18 @@ class SessionsPanel(QWidget):
         row = self.table.currentRow()
         selected = self._sessions[row] if 0 <= row < len(self._sessions) else None
         self.open_button.setEnabled(selected is not None)
-        # Nothing to resume in a finished session, nor in the one this window is tuning.
+        self.overlay_button.setEnabled(selected is not None)
+        # Nothing to resume in a finished session (unless a task was skipped before it was
+        # measured: resuming tunes it), nor in the one this window is tuning.
         live = self._live is not None and selected is not None and selected["id"] == self._live[0]
-        self.resume_button.setEnabled(
-            selected is not None and selected["status"] != SessionStatus.COMPLETED and not live
+        unfinished = selected is not None and (
+            selected["status"] != SessionStatus.COMPLETED or bool(selected.get("skipped_unmeasured"))
         )
+        self.resume_button.setEnabled(unfinished and not live)
+        if selected is not None and selected.get("skipped_unmeasured"):
+            self.resume_button.setToolTip("Tune the tasks skipped before they were measured")
+        else:
+            self.resume_button.setToolTip("")
 
     def set_live(self, session_id: int | None, paused: bool = False) -> None:
         """The session this window is tuning (None: none), and whether it is paused."""

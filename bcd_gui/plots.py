@@ -61,6 +61,17 @@ class ModelLatencyPlot(QWidget):
         for line in (self.target_line, self.reached_line):
             line.setVisible(False)
             self.widget.addItem(line)
+        self.overlay_curves: list[pg.PlotDataItem] = []  # other sessions, to compare runs
+
+    def set_overlays(self, timelines: dict[str, list[tuple[float, float]]]) -> None:
+        """Other sessions' estimates beside this one's (dotted), each named in the legend."""
+        for curve in self.overlay_curves:
+            self.widget.removeItem(curve)  # and from the legend
+        self.overlay_curves = []
+        series = self.colors.series
+        for position, (name, timeline) in enumerate(timelines.items()):
+            pen = pg.mkPen(series[(position + 1) % len(series)], width=1.5, style=Qt.PenStyle.DotLine)
+            self.overlay_curves.append(self.widget.plot(*_steps(timeline), name=name, pen=pen))
 
     def points(self) -> int:
         x, _ = self.curve.getData()
@@ -79,6 +90,12 @@ class ModelLatencyPlot(QWidget):
             self.shown_session = shown
             self.widget.enableAutoRange()
         self.curve.setData(*_steps(snapshot.timeline))
+        measured = sum(1 for t in snapshot.tasks if t.best_s is not None)
+        waiting = not snapshot.timeline and snapshot.tasks and measured < len(snapshot.tasks)
+        title = (
+            f"{self.TITLE}: once every task is measured ({measured}/{len(snapshot.tasks)})" if waiting else self.TITLE
+        )
+        self.widget.setTitle(title, color=self.colors.foreground, size="10pt")
         self.curve.opts["name"] = snapshot.session.get("strategy", "session")
         has_baseline = self.BASELINE in self.legend_names()
         if baseline is None:
@@ -126,9 +143,7 @@ class TaskCurvesPlot(QWidget):
     def __init__(self, colors: PlotColors = LIGHT) -> None:
         super().__init__()
         self.colors = colors
-        self.widget = _plot_widget(
-            "Best latency per task (selected tasks)", "trials of the task", "latency (ms)", colors
-        )
+        self.widget = _plot_widget("Best latency per task", "trials of the task", "latency (ms)", colors)
         self.widget.setLogMode(y=True)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bcd_core.errors import BcdError
+from bcd_core.records.states import SessionStatus
 from bcd_core.records.store import RecordStore
 from bcd_core.session_view import (
     Baseline,
@@ -14,10 +15,12 @@ from bcd_core.session_view import (
     latest_round_predictions,
     load_snapshot,
     provenance_of,
+    session_timeline,
     task_best_curve,
 )
 from bcd_core.tuning.session import settings_of_session
 from bcd_core.tuning.settings import TuneSettings
+from bcd_gui.cluster_model import describe_pending
 from bcd_gui.host import Controller, WindowHost
 from bcd_gui.plots import TaskCurvesPlot
 
@@ -29,6 +32,28 @@ class SessionController(Controller):
         super().__init__(win)
         # The stock run each session is compared with, by (store path, session id).
         self.baselines: dict[tuple[str, int], Baseline | None] = {}
+        self.overlays: list[int] = []  # sessions of the open store drawn beside the shown one
+
+    def toggle_overlay(self, session_id: int) -> None:
+        """Draw (or stop drawing) a session's estimate in the latency plot, to compare runs."""
+        if session_id in self.overlays:
+            self.overlays.remove(session_id)
+        else:
+            self.overlays.append(session_id)
+        self.show_overlays()
+
+    def show_overlays(self) -> None:
+        win = self.win
+        if win.reader is None:
+            return
+        shown = win.snapshot.session_id if win.snapshot is not None else None
+        timelines = {}
+        for session_id in self.overlays:
+            if session_id != shown:
+                session = win.reader.session(session_id)
+                name = f"#{session_id} {session['strategy']} ({session['model_name']})"
+                timelines[name] = session_timeline(win.reader, session_id)
+        win.latency_plot.set_overlays(timelines)
 
     def open_reader(self) -> bool:
         """Open `win.db_path` unless it is open already, and list its sessions; False (after a
@@ -36,6 +61,7 @@ class SessionController(Controller):
         win = self.win
         if win.reader is not None and win.reader.path == win.db_path:
             return True
+        self.overlays = []  # another store's sessions
         if win.reader is not None:
             win.reader.close()
             win.reader = None
@@ -44,7 +70,7 @@ class SessionController(Controller):
         except BcdError as err:
             win.report_error(err, "open the records database")
             return False
-        win.sessions.show_sessions(win.reader.sessions())
+        win.sessions.show_sessions(win.reader.sessions_as_they_are())
         return True
 
     def show_session(self, session_id: int) -> None:
@@ -61,20 +87,34 @@ class SessionController(Controller):
             win.settings_panel.show_session_settings(str(snapshot.session["strategy"]), snapshot.settings)
         win.workspace.show_results()
         win.tree.expandAll()
+        win.workspace.resize_columns()
+        if win.worker is None and win.reader.engine_running(session_id):
+            win.attach(session_id)  # tuned right now elsewhere: follow it live
 
     def show_snapshot(self, snapshot: SessionSnapshot) -> None:
         win = self.win
         win.snapshot = snapshot
         win.tree_model.set_snapshot(snapshot)
-        win.tree_model.set_pending((win.worker.control if win.worker is not None else win.pending_control).pending())
+        self.show_pending()
         win.overview.show_snapshot(snapshot, win.untuned)
         baseline = self.baseline(snapshot)
         win.latency_plot.update_view(snapshot, baseline)
+        if self.overlays:
+            self.show_overlays()
         predictions = latest_round_predictions(win.reader, snapshot.session_id) if win.reader else []
         win.cost_plot.update_view(snapshot.metrics, predictions)
         self.refresh_task_views()
         win.update_status()
         win.snapshotShown.emit(snapshot)
+
+    def show_pending(self) -> None:
+        """The steering requests not applied yet: on their rows, and counted in the status bar."""
+        win = self.win
+        tuning = win.worker is not None
+        requests = (win.worker.control if tuning else win.pending_control).pending()
+        win.tree_model.set_pending(requests)
+        descriptions = [describe_pending(request, win.snapshot) for request in requests]
+        win.status_line.show_pending(descriptions, "at the next round" if tuning else "when tuning starts")
 
     def baseline(self, snapshot: SessionSnapshot) -> Baseline | None:
         """The stock run to compare with; looked up once per session (it may sit in another store)."""
@@ -127,6 +167,12 @@ class SessionController(Controller):
                 "resume the session",
             )
             return
+        if session["status"] == SessionStatus.COMPLETED:  # tasks skipped unmeasured: tune them now
+            reopened = win.reader.reopen_skipped_tasks(session_id)
+            if not reopened:
+                win.report_error(BcdError(f"session {session_id} is complete; Tune starts a new one"), "resume")
+                return
+            win.status_text.setText(f"Resuming session {session_id} to tune its {reopened} skipped task(s)")
         # The session's own settings and target; the engine refuses, with a dialog, if the
         # model, target or tool version no longer match.
         try:  # measured where the panel says now (here or remote): not part of the identity

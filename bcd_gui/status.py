@@ -49,13 +49,16 @@ class StatusLine:
 
     def __init__(self, bar: QStatusBar) -> None:
         self.status_text = ElidedLabel("Open a model to begin")
+        self.pending_label = QLabel("")  # steering requests waiting for the next round
+        self.pending_label.setObjectName("pendingRequests")
+        self.pending_label.hide()
         self.trials_label = QLabel("")
         self.elapsed_label = QLabel("")
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(220)
         self.progress.setTextVisible(True)
         bar.addWidget(self.status_text, 1)
-        for widget in (self.trials_label, self.elapsed_label, self.progress):
+        for widget in (self.pending_label, self.trials_label, self.elapsed_label, self.progress):
             bar.addPermanentWidget(widget)
 
     def show_counts(self, snapshot: SessionSnapshot | None, event: Any, tuning: bool, jobs_running: bool) -> None:
@@ -81,6 +84,15 @@ class StatusLine:
             else:
                 self.progress.setRange(0, total)
                 self.progress.setValue(min(done, total))
+
+    def show_pending(self, descriptions: list[str], when: str) -> None:
+        """How many steering requests wait, each in words in the tooltip; hidden when none."""
+        if not descriptions:
+            self.pending_label.hide()
+            return
+        self.pending_label.setText(f"<b>{len(descriptions)} pending</b>")
+        self.pending_label.setToolTip(f"Applied {when}:\n" + "\n".join(descriptions))
+        self.pending_label.show()
 
     def show_finished(self) -> None:
         """A full bar: the tune or job that drove it is over."""

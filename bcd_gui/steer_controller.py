@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bcd_core.errors import BcdError
+from bcd_core.tuning.channel import RemoteControl
 from bcd_core.tuning.control import TuningControl
 from bcd_gui.dialogs import ask_budget, ask_cluster
 from bcd_gui.host import Controller
@@ -19,14 +20,18 @@ class SteerController(Controller):
     """Turns the user's choices on the tree's selection into requests to the running tune's
     control, or before Tune to the control the next tune will start with."""
 
-    def _steer(self, describe: str, request: Callable[[TuningControl], Any]) -> None:
+    def _steer(self, describe: str, request: Callable[[TuningControl | RemoteControl], Any]) -> None:
         win = self.win
         if win.snapshot is None:
             win.report_error(BcdError("open a model first: steering acts on its tasks and clusters"), describe)
             return
         control = win.worker.control if win.worker is not None else win.pending_control
-        request(control)
-        win.tree_model.set_pending(control.pending())
+        try:
+            request(control)
+        except BcdError as err:  # the store is locked or gone: nothing was sent
+            win.report_error(err, describe)
+            return
+        win.show_pending()
         when = "at the next round" if win.worker is not None else "when tuning starts"
         win.status_text.setText(f"{describe}: applies {when}")
         log.info("requested: %s (applies %s)", describe, when)
@@ -80,6 +85,10 @@ class SteerController(Controller):
     def skip_selected(self) -> None:
         for index in self.win.selected_tasks():
             self._steer("skip a task", lambda control, i=index: control.skip_task(i))
+
+    def unskip_selected(self) -> None:
+        for index in self.win.selected_tasks():
+            self._steer("un-skip a task", lambda control, i=index: control.unskip_task(i))
 
     def choose_move_target(self) -> None:
         win = self.win

@@ -1,4 +1,5 @@
-"""Tuning: a session runs on a TuneWorker's thread; this follows it, pauses it and stops it."""
+"""Tuning: a session runs in an engine process of its own (or one the window attached to);
+this launches it, follows it through the store, pauses it and stops it."""
 
 from __future__ import annotations
 
@@ -11,15 +12,17 @@ from bcd_core.records.states import EventKind, SessionStatus
 from bcd_core.session_view import SessionSnapshot
 from bcd_core.target import parse_target, target_key
 from bcd_core.tuning.control import TuningControl
+from bcd_core.tuning.engine_process import EngineLaunch
 from bcd_core.tuning.events import RoundFinished, SessionFinished, SessionMessage, SessionPaused, SessionStarted
 from bcd_core.tuning.session import find_session_to_continue
 from bcd_core.tuning.settings import TuneSettings
 from bcd_gui.host import Controller, WindowHost
-from bcd_gui.jobs import TuneWorker
+from bcd_gui.live_tune import LiveTune
 
 
 class TuneController(Controller):
-    """Starts `win.worker` and shows what it reports: status text, snapshots, the final status."""
+    """Starts or attaches `win.worker` (a LiveTune) and shows what it reports: status text,
+    snapshots, the final status."""
 
     def __init__(self, win: WindowHost) -> None:
         super().__init__(win)
@@ -49,33 +52,47 @@ class TuneController(Controller):
             # A finished session with the same settings is not re-tuned: start a fresh one.
             existing = find_session_to_continue(win.reader, win.model_hash, target_key(target), settings)
             new_session = existing is not None and existing["status"] == SessionStatus.COMPLETED
-        win.worker = TuneWorker(
+        launch = EngineLaunch.of(
             win.model_path,
             win.db_path,
             target_spec,
             settings,
             bool(new_session),
             resume_session_id,
-            win.pending_control,
+            win.pending_control.pending(),
         )
+        try:
+            worker = LiveTune.launch(launch)
+        except OSError as err:
+            win.report_error(BcdError(f"cannot start the tuning engine: {err}"), "start tuning")
+            return
         win.pending_control = TuningControl()  # the next tune starts with its own requests
-        self._follow(win.worker)
+        self._begin(worker, f"Tuning {win.model_path.name} with {settings.strategy}: importing and extracting tasks...")
+
+    def attach(self, session_id: int) -> None:
+        """Follow (and steer) a session an engine elsewhere is tuning now: a `bcd tune` in a
+        terminal, another window's engine, a server sharing the disk."""
+        win = self.win
+        if win.worker is not None or win.db_path is None:
+            return
+        self._begin(LiveTune(win.db_path, None, session_id), f"Following session {session_id}, tuned elsewhere...")
+        win.sessions.set_live(session_id)
+
+    def _begin(self, worker: LiveTune, status: str) -> None:
+        win = self.win
+        win.worker = worker
+        self._follow(worker)
         self.started_at = time.monotonic()
         self.last_event = None
         win.settings_panel.set_enabled_for_tuning(False)
-        win.status_text.setText(
-            f"Tuning {win.model_path.name} with {settings.strategy}: importing and extracting tasks..."
-        )
+        win.status_text.setText(status)
         win.progress.setRange(0, 0)
-        win.worker.start()
+        worker.start()
         win.update_actions()
 
-    def _follow(self, worker: TuneWorker) -> None:
+    def _follow(self, worker: LiveTune) -> None:
         worker.event.connect(self._on_event)
         worker.snapshot.connect(self._on_worker_snapshot)
-        # Bound methods of this controller (a QObject on the GUI thread), not lambdas: the worker
-        # lives in its own thread, so a lambda would run there and build the error dialog off the
-        # GUI thread (Qt refuses to parent it).
         worker.failed.connect(self._tune_failed)
         worker.failed.connect(self.win.tuneFinished.emit)
         worker.finished.connect(self._tune_finished)
@@ -101,6 +118,7 @@ class TuneController(Controller):
                 status_text.setText(event.message)
         elif isinstance(event, SessionPaused):
             self.win.sessions.set_live(self.win.worker.session_id if self.win.worker else None, event.paused)
+            self.win.window_actions.show_paused(event.paused)
             if event.paused:
                 status_text.setText("Paused. Press Space to resume.")
         elif isinstance(event, SessionFinished):
@@ -118,8 +136,9 @@ class TuneController(Controller):
         win.show_snapshot(snapshot)
         if first:
             win.tree.expandAll()
+            win.workspace.resize_columns()
         if win.reader is not None:  # the running session's trials and estimate, too
-            win.sessions.show_sessions(win.reader.sessions())
+            win.sessions.show_sessions(win.reader.sessions_as_they_are())
 
     def _tune_failed(self, error: BaseException) -> None:
         self.win.report_error(error, "tune")
@@ -132,7 +151,7 @@ class TuneController(Controller):
         win.status_line.show_finished()
         win.sessions.set_live(None)
         if win.reader is not None:
-            win.sessions.show_sessions(win.reader.sessions())
+            win.sessions.show_sessions(win.reader.sessions_as_they_are())
             if worker is not None and worker.session_id is not None:
                 win.show_session(worker.session_id)
         win.update_actions()
@@ -156,14 +175,22 @@ class TuneController(Controller):
     def stop_tune(self) -> None:
         if self.win.worker is None:
             return
-        self.win.worker.control.stop()
-        self.win.worker.control.resume()  # a paused session must wake up to stop
+        self.win.worker.control.stop()  # a paused session wakes up to stop
+        self.win.window_actions.show_paused(False)
         self.win.status_text.setText("Stopping after the batch in flight; everything measured is saved...")
 
-    def stop_and_wait(self) -> None:
-        """Stop a running tune after its batch in flight and wait for it (closing the window)."""
+    def stop_and_wait(self, timeout_s: float = 300.0) -> None:
+        """Stop the window's own tune after its batch in flight and wait for its engine to
+        leave (closing the window); an attached tune is left running."""
         worker = self.win.worker
-        if worker is not None:
+        if worker is None:
+            return
+        if not worker.attached:
             worker.control.stop()
-            worker.control.resume()
-            worker.thread.wait()
+            worker.wait_for_engine(timeout_s)
+        worker.detach()
+
+    def detach(self) -> None:
+        """Stop following the tune; its engine goes on (closing the window, keeping it running)."""
+        if self.win.worker is not None:
+            self.win.worker.detach()

@@ -29,18 +29,8 @@ from bcd_gui.paths import SAMPLE_MODEL, icon
 from bcd_gui.plots import CostModelPlot, ModelLatencyPlot, TaskCurvesPlot, restyle
 from bcd_gui.theme import PlotColors
 
-COLUMN_WIDTHS_EM = {
-    "Task": 22,
-    "Trials": 5,
-    "Best": 6,
-    "Speedup": 5.5,
-    "Status": 6.5,
-    "Origin": 6,
-    "Weight": 5,
-    "FLOPs": 5.5,
-    "Shapes": 16,
-    "Key": 12,
-}
+MIN_TASK_COLUMN_EM = 12
+TASK_COLUMN_EM = 22  # a task name's room when the tree is wide enough
 
 
 class Workspace:
@@ -91,8 +81,9 @@ class Workspace:
         tree.setAcceptDrops(True)
         tree.setDropIndicatorShown(True)
         tree.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
-        # Interactive, not ResizeToContents: measuring contents calls data() for every row on
-        # every update, and each call needs the GIL that the tuner thread is using.
+        # Interactive, not ResizeToContents: measured once per session shown (resize_columns),
+        # not on every round's update.
+        tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # fused_conv2d...add4_relu4: both ends tell
         header = tree.header()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
@@ -122,11 +113,16 @@ class Workspace:
         return welcome
 
     def resize_columns(self) -> None:
-        """Widths from the font, not from the contents: measuring contents calls data() for
-        every cell, and each call waits for the GIL while the tuner thread runs Python."""
+        """Every column but the task names fitted to its contents (the tuner runs in another
+        process, so measuring the cells costs this window little); names get the rest, at
+        least a minimum, elided in the middle where they do not fit."""
         em = self.tree.fontMetrics().horizontalAdvance("M")
-        for column, name in enumerate(COLUMNS):
-            self.tree.setColumnWidth(column, int(COLUMN_WIDTHS_EM.get(name, 8) * em))
+        self.tree.setColumnWidth(0, int(TASK_COLUMN_EM * em))
+        for column in range(1, len(COLUMNS)):
+            self.tree.resizeColumnToContents(column)
+        others = sum(self.tree.columnWidth(c) for c in range(1, len(COLUMNS)) if c <= COLUMNS.index("Status"))
+        room = self.tree.viewport().width() - others
+        self.tree.setColumnWidth(0, max(int(MIN_TASK_COLUMN_EM * em), min(int(TASK_COLUMN_EM * em), room)))
 
     def show_results(self) -> None:
         """Leave the welcome page for the tree and plots."""

@@ -14,8 +14,6 @@ def error_dialog_text(win) -> str:
 def finish_background_work(win) -> None:
     """Stop a running tune (after its batch) and wait for every background job."""
     if win.worker is not None:
-        win.worker.control.stop()
-        win.worker.control.resume()
-        win.worker.thread.wait(60_000)
+        win.tuning.stop_and_wait(60)
     for job in list(win.jobs):
         job.wait(60_000)

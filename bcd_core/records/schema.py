@@ -160,9 +160,29 @@ TABLES: dict[str, Table] = {
         {"id": int, "shash": str, "target_key": str, "latency_s": float, "measured_at": str},
         indexes=(Index(("shash", "target_key")),),
     ),
+    # Requests to a running session's engine from any process (the dashboard, attached or
+    # not): pause, resume, stop and steering, taken by the engine's control channel
+    # (bcd_core/tuning/channel.py) and marked applied once the tuner applied them.
+    "control_requests": Table(
+        {
+            "id": int,
+            "session_id": int,
+            "kind": str,
+            "args": str,
+            "requested_at": float,
+            "applied_at": float,
+        },
+        indexes=(Index(("session_id", "id")),),
+    ),
+    # What a session's engine says of itself while it runs: paused or not, and when it last
+    # spoke (a viewer tells a live engine from a killed one by it); `token` names the launch.
+    "engine_state": Table(
+        {"session_id": int, "token": str, "pid": int, "host": str, "paused": int, "heartbeat_at": float},
+        pk="session_id",
+    ),
 }
 # Tables added after schema v1's first release: created in older stores when they open.
-TABLES_ADDED_LATER = ("memory_used", "untuned")
+TABLES_ADDED_LATER = ("memory_used", "untuned", "control_requests", "engine_state")
 
 # Covering indexes for what viewers read per session (session_view): trial counts and best
 # latency per task without reading the trials' traces, and the latest round at once.

@@ -13,8 +13,9 @@ import sqlite_utils
 
 from bcd_core import __version__
 from bcd_core.errors import StoreError
+from bcd_core.records.control import process_alive
 from bcd_core.records.rows import now_iso
-from bcd_core.records.states import SessionStatus
+from bcd_core.records.states import SessionStatus, TaskStatus
 from bcd_core.records.store_base import StoreBase
 
 
@@ -93,6 +94,30 @@ class SessionsMixin(StoreBase):
                 {"status": SessionStatus.RUNNING, "pid": os.getpid(), "host": socket.gethostname(), "ended_at": None},
             )
 
+    def skipped_unmeasured_tasks(self, session_id: int) -> list[dict[str, Any]]:
+        """Task rows the user skipped before they had a measurement."""
+        sql = """select t.* from tasks t where t.session_id = ? and t.status = ? and not exists
+                 (select 1 from trials r where r.session_id = t.session_id and r.task_id = t.id)"""
+        with self._lock:
+            return [dict(row) for row in self.db.query(sql, [session_id, TaskStatus.SKIPPED])]
+
+    def reopen_skipped_tasks(self, session_id: int) -> int:
+        """Make a finished session's skipped, unmeasured tasks tunable again, so that resuming
+        it tunes them: queued again, their budgets added to the session's total, the session
+        stopped (resumable). Returns how many."""
+        tasks = self.skipped_unmeasured_tasks(session_id)
+        if not tasks:
+            return 0
+        session = self.session(session_id)
+        per_task = int(json.loads(session["settings"] or "{}").get("trials_per_task") or 0)
+        total = session.get("total_budget") or per_task * len(self.tasks(session_id))
+        total += sum(int(task["budget"] or per_task) for task in tasks)
+        with self.transaction() as db:
+            for task in tasks:
+                db["tasks"].update(task["id"], {"status": TaskStatus.QUEUED})
+            db["sessions"].update(session_id, {"total_budget": total, "status": SessionStatus.STOPPED}, alter=True)
+        return len(tasks)
+
     def set_total_budget(self, session_id: int, trials: int) -> None:
         """The session's total trial budget as the user changed it (a resume keeps it).
         Stores made before this column get it here."""
@@ -136,10 +161,4 @@ class SessionsMixin(StoreBase):
 def _process_alive(row: dict[str, Any]) -> bool:
     if row.get("host") != socket.gethostname() or not row.get("pid"):
         return False  # another machine: we cannot tell, let the user resume
-    try:
-        os.kill(int(row["pid"]), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return process_alive(int(row["pid"]))

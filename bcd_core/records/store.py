@@ -19,6 +19,7 @@ from pathlib import Path
 import sqlite_utils
 
 from bcd_core.errors import StoreError
+from bcd_core.records.control import ControlMixin
 from bcd_core.records.failed_run import FAILED_RUN_SECS
 from bcd_core.records.memory import MemoryMixin
 from bcd_core.records.rows import (
@@ -54,7 +55,7 @@ __all__ = [
 BUSY_TIMEOUT_MS = 5000  # read when a store opens, so tests can shorten it on this module
 
 
-class RecordStore(SessionsMixin, TrialsMixin, TimelineMixin, MemoryMixin, UntunedMixin):
+class RecordStore(SessionsMixin, TrialsMixin, TimelineMixin, MemoryMixin, UntunedMixin, ControlMixin):
     """Thread-safe access to one records file (one connection, serialized by a lock)."""
 
     def __init__(self, path: str | Path, create: bool = True, read_only: bool = False) -> None:

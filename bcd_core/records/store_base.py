@@ -45,11 +45,24 @@ class StoreBase:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite_utils.Database]:
-        """All writes inside commit together or not at all."""
+        """All writes inside commit together or not at all. The write lock is taken at the
+        start (BEGIN IMMEDIATE), waiting up to the busy timeout for other writers (the engine,
+        its control channel, a dashboard sending requests): a deferred transaction that reads
+        before it writes fails at once when another connection committed in between."""
         with self._lock:
+            conn = self.db.conn
             try:
-                with self.db.atomic():
+                if conn.in_transaction:  # nested: a savepoint
+                    with self.db.atomic():
+                        yield self.db
+                    return
+                conn.execute("BEGIN IMMEDIATE")
+                try:
                     yield self.db
+                except BaseException:
+                    conn.rollback()
+                    raise
+                conn.execute("COMMIT")
             except sqlite3.OperationalError as err:
                 raise StoreError(self._explain(err)) from err
 

@@ -24,6 +24,15 @@ class TimelineMixin(StoreBase):
                 {"session_id": session_id, "elapsed_s": elapsed_s, "kind": kind, "task_id": task_id, "message": message}
             )
 
-    def events(self, session_id: int) -> list[dict[str, Any]]:
+    def events(self, session_id: int, after_id: int = 0) -> list[dict[str, Any]]:
         with self._lock:
-            return list(self.db["events"].rows_where("session_id = ?", [session_id], order_by="id"))
+            rows = self.db["events"].rows_where("session_id = ? and id > ?", [session_id, after_id], order_by="id")
+            return list(rows)
+
+    def latest_round(self, session_id: int) -> dict[str, Any] | None:
+        """The session's newest timeline point, with its task's index and name."""
+        sql = """select l.*, t.idx as task_index, t.name as task_name from timeline l
+                 left join tasks t on t.id = l.task_id where l.session_id = ? order by l.round desc limit 1"""
+        with self._lock:
+            rows = [dict(row) for row in self.db.query(sql, [session_id])]
+        return rows[0] if rows else None

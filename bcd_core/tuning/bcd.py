@@ -179,7 +179,7 @@ class BcdPlan(PlanRestore, PlanPriors, ClusterSteering):
                 f"the budget ({self.total_budget} trials) cannot pay min(|cluster|, "
                 f"{self.settings.representative_round_cap}) rounds per representative ({wanted} trials) and "
                 f"still reach every member; representatives get {self.phase_one_scale:.0%} of those rounds "
-                "(at least one). Raise --trials-per-task for the full schedule",
+                "(at least one). Raise the trials per task (Settings, or --trials-per-task) for the full schedule",
             )
 
     # -- choosing the next task -----------------------------------------------------------

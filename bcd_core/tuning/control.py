@@ -1,4 +1,5 @@
-"""Thread-safe steering of a running tune (CLI signals now, the GUI next).
+"""Thread-safe steering of a running tune, in its process (the store carries requests from
+others: tuning/channel.py).
 
 Requests are queued and applied by the scheduler at the next round boundary, so a batch in
 flight is never disturbed and nothing measured is lost. Pause and stop also take effect at
@@ -22,6 +23,7 @@ class RequestKind(StrEnum):
     SKIP = "skip"
     MOVE = "move"
     REPRESENTATIVE = "representative"
+    UNSKIP = "unskip"
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,10 @@ class TuningControl:
 
     # -- steering requests ----------------------------------------------------------------
     def _request(self, kind: RequestKind, **args: Any) -> ControlRequest:
-        request = ControlRequest(kind, args)
+        return self.submit(ControlRequest(kind, args))
+
+    def submit(self, request: ControlRequest) -> ControlRequest:
+        """Queue a request made elsewhere (another process, through the store)."""
         with self._lock:
             self._pending.append(request)
         return request
@@ -94,6 +99,10 @@ class TuningControl:
 
     def skip_task(self, task_index: int) -> ControlRequest:
         return self._request(RequestKind.SKIP, task=task_index)
+
+    def unskip_task(self, task_index: int) -> ControlRequest:
+        """Tune a skipped task again, within its budget."""
+        return self._request(RequestKind.UNSKIP, task=task_index)
 
     def move_task(self, task_index: int, cluster_key: str | None) -> ControlRequest:
         """Put a task into another cluster; None makes it a singleton."""

@@ -88,6 +88,10 @@ def prepare_model(
     return PreparedModel(imported, target, tasks, clusters, time.perf_counter() - start)
 
 
+# Said wherever a session cannot go on: the dashboard's and the terminal's way alike.
+NEW_SESSION_ADVICE = "start a new session (Tune in the dashboard, `bcd tune --new-session`)"
+
+
 def estimated_latency(tasks: Sequence[Task], best: dict[int, float]) -> float | None:
     """Sum of weight x best latency; defined once every task has a valid measurement."""
     if any(task.index not in best for task in tasks):
@@ -107,12 +111,12 @@ def check_resumable(session: dict[str, Any], imported: ImportedModel, key: str, 
         raise StoreError(
             f"session {sid} tuned {session['model_name']} (sha256 {session['model_hash'][:12]}), but "
             f"{imported.path.name} now has different contents (sha256 {imported.sha256[:12]}); open the "
-            "original model, or start a new session (--new-session)"
+            f"original model, or {NEW_SESSION_ADVICE}"
         )
     if session["target_key"] != key:
         raise StoreError(
             f"session {sid} was tuned for target {session['target']}, not for this one ({key}); resume it "
-            "on the same target (--target), or start a new session (--new-session)"
+            f"on the same target (--target), or {NEW_SESSION_ADVICE}"
         )
     stored = stored_identity(session)
     current = settings.identity()
@@ -120,12 +124,12 @@ def check_resumable(session: dict[str, Any], imported: ImportedModel, key: str, 
     if session["strategy"] != settings.strategy or any(current.get(k) != v for k, v in stored.items()):
         raise StoreError(
             f"session {sid} was tuned with other settings ({session['strategy']}, {session['settings']}); "
-            "resume it with its own settings, or start a new session (--new-session)"
+            f"resume it with its own settings, or {NEW_SESSION_ADVICE}"
         )
     if session["tool_version"] != __version__:
         raise StoreError(
             f"session {sid} was written by bcd {session['tool_version']}, this is bcd {__version__}; its search "
-            "state may differ, so it cannot be continued. Start a new session (--new-session); its records stay "
+            f"state may differ, so it cannot be continued: {NEW_SESSION_ADVICE}; its records stay "
             "in the store"
         )
 
@@ -185,7 +189,7 @@ def check_same_tasks(store: RecordStore, session_id: int, tasks: Sequence[Task])
     if stored != current:
         raise StoreError(
             f"session {session_id} in {store.path} was tuned with different tasks "
-            f"({len(stored)} stored vs {len(current)} now; was TVM upgraded?). Use --new-session"
+            f"({len(stored)} stored vs {len(current)} now; was TVM upgraded?): {NEW_SESSION_ADVICE}"
         )
 
 

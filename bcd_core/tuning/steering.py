@@ -109,6 +109,10 @@ class ClusterSteering:
         elif request.kind == RequestKind.SKIP:
             self.skipped.add(args["task"])
             self.set_status(args["task"], TaskStatus.SKIPPED)
+        elif request.kind == RequestKind.UNSKIP:
+            self.skipped.discard(args["task"])
+            measured = self.run.trial_counts.get(args["task"], 0) > 0
+            self.set_status(args["task"], TaskStatus.TUNING if measured else TaskStatus.QUEUED)
         elif request.kind == RequestKind.MOVE:
             key = args["cluster"] or f"{SINGLETON_PREFIX}{args['task']}"
             self.moved[args["task"]] = key

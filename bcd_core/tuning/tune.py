@@ -15,11 +15,12 @@ from tvm.target import Target
 from bcd_core.memory.recall import DEFAULT_MEMORY, MemoryRequest, gather_memory, open_memory_store, recorded_memory
 from bcd_core.records.states import EventKind, SessionStatus
 from bcd_core.records.store import RecordStore
+from bcd_core.tuning.channel import ControlChannel
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import Listener, SessionFinished
 from bcd_core.tuning.measure import check_runner
 from bcd_core.tuning.options import SEEDED
-from bcd_core.tuning.session import TuningRun, estimated_latency, prepare_model
+from bcd_core.tuning.session import NEW_SESSION_ADVICE, TuningRun, estimated_latency, prepare_model
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.strategies import run_strategy
 
@@ -34,11 +35,14 @@ def run_session(
     control: TuningControl | None = None,
     resume_session_id: int | None = None,
     memory: MemoryRequest = DEFAULT_MEMORY,
+    engine_token: str | None = None,
 ) -> TuningRun:
     """Import, extract, open (or resume) the session and run the chosen strategy to the end
     (or until `control` stops it). `resume_session_id` continues that session, refusing if
     its model, target, settings or tool version no longer match. `memory`: whether a new
-    `bcd` session draws on earlier tunes (a resumed one draws on what it recorded)."""
+    `bcd` session draws on earlier tunes (a resumed one draws on what it recorded). Any
+    process may steer the run through the store (tuning/channel.py); `engine_token` names this
+    launch there, so that the process that launched it finds its session."""
     started = time.perf_counter()
     check_runner(settings)  # an unreachable tracker fails now, not after import and extraction
     for path in memory.stores if memory.enabled else ():
@@ -53,9 +57,18 @@ def run_session(
     )
     store = RecordStore(db_path)
     run = TuningRun(store, prepared, settings, listeners, new_session, started, control, resume_session_id)
+    channel = ControlChannel(db_path, run.session_id, run.control, engine_token).start()
+    run.listeners.append(channel.on_event)
+    try:
+        return _run_opened_session(run, memory)
+    finally:
+        channel.close()
+
+
+def _run_opened_session(run: TuningRun, memory: MemoryRequest) -> TuningRun:
     if run.resumed and run.session["status"] == SessionStatus.COMPLETED:
         run.message(
-            EventKind.INFO, f"session {run.session_id} is already complete; nothing to tune (use --new-session)"
+            EventKind.INFO, f"session {run.session_id} is already complete; nothing to tune ({NEW_SESSION_ADVICE})"
         )
         run.emit(
             SessionFinished(

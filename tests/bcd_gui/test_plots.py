@@ -70,3 +70,30 @@ def test_legends_follow_the_theme(qtbot) -> None:
     restyle(plot.widget, DARK)
     for _, label in plot.legend.items:
         assert QColor(label.opts["color"]).name() == QColor(DARK.foreground).name()
+
+
+def test_other_sessions_are_overlaid_and_removed(qtbot) -> None:
+    plot = ModelLatencyPlot()
+    qtbot.addWidget(plot)
+    plot.update_view(snapshot(1, "a.onnx", [(1.0, 2e-3), (2.0, 1e-3)]))
+    plot.set_overlays({"#2 metaschedule": [(1.0, 3e-3), (3.0, 1.5e-3)], "#3 bcd": [(2.0, 2.5e-3)]})
+    assert {"#2 metaschedule", "#3 bcd"} <= set(plot.legend_names())
+    xs, ys = plot.overlay_curves[0].getData()
+    assert list(ys) == [3.0, 3.0, 1.5]  # ms, as a staircase
+    assert plot.overlay_curves[0].opts["pen"].color() != plot.overlay_curves[1].opts["pen"].color()
+    plot.set_overlays({})
+    assert plot.overlay_curves == [] and "#2 metaschedule" not in plot.legend_names()
+
+
+def test_the_latency_plot_says_why_it_is_empty(qtbot) -> None:
+    from bcd_core.session_view import TaskView
+
+    plot = ModelLatencyPlot()
+    qtbot.addWidget(plot)
+    tasks = [TaskView(i, i, f"t{i}", 1, 1.0, [], "op", "sk", 0, "c", False, None, "tuning") for i in range(3)]
+    tasks[0].best_s = 1e-3
+    empty = SessionSnapshot(session={"id": 1, "model_name": "m"}, tasks=tasks, clusters=[], timeline=[], metrics=[])
+    plot.update_view(empty)
+    assert "(1/3)" in plot.widget.getPlotItem().titleLabel.text
+    plot.update_view(snapshot(1, "m", [(1.0, 2e-3)]))
+    assert plot.widget.getPlotItem().titleLabel.text == ModelLatencyPlot.TITLE

@@ -187,7 +187,7 @@ def test_closing_while_tuning_stops_after_the_batch_and_keeps_it(qtbot, window, 
     qtbot.waitUntil(lambda: len(rounds) >= 1, timeout=120_000)
     window.ask_before_quitting = False
     window.close()  # returns once the batch in flight is saved (it must not deadlock)
-    assert worker.thread.isFinished()
+    assert worker.engine.exit_code() == 0
     session = RecordStore(window.db_path).session(worker.session_id)
     assert session["status"] == "stopped"
     assert session["trials_done"] >= rounds[-1].trials_done
@@ -235,6 +235,9 @@ def test_requests_made_before_tune_apply_when_it_starts(qtbot, window, tiny_mlp:
     window.steering.set_budget(2)
     assert "when tuning starts" in window.status_text.text()
     assert len(window.pending_control.pending()) == 2
+    pending = window.status_line.pending_label
+    assert pending.isVisible() and pending.text() == "<b>2 pending</b>"
+    assert f"skip {preview.task(skipped).name}" in pending.toolTip() and "when tuning starts" in pending.toolTip()
     window.start_tune(TuneSettings(trials_per_task=8, trials_per_round=2), "llvm", new_session=True)
     with qtbot.waitSignal(window.tuneFinished, timeout=300_000) as finished:
         pass
@@ -243,3 +246,13 @@ def test_requests_made_before_tune_apply_when_it_starts(qtbot, window, tiny_mlp:
     snapshot = window.snapshot
     assert snapshot.task(skipped).status == "skipped" and snapshot.task(skipped).trials == 0
     assert snapshot.task(capped).trials <= 2 + 2  # capped at 2 (one batch of 2 may be in flight)
+    assert not window.status_line.pending_label.isVisible()
+
+    # The skipped task never measured: the finished session can be resumed to tune it.
+    window.sessions.table.selectRow(0)
+    assert window.sessions.resume_button.isEnabled()
+    with qtbot.waitSignal(window.tuneFinished, timeout=300_000) as resumed:
+        window.sessions.resume_button.click()
+    assert resumed.args[0] == "completed"
+    assert window.snapshot.session_id == snapshot.session_id
+    assert window.snapshot.task(skipped).trials > 0 and window.snapshot.estimated_latency_s is not None
