@@ -18,7 +18,6 @@ from __future__ import annotations
 import csv
 import json
 import logging
-import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -27,11 +26,19 @@ from typing import Any
 from tvm.target import Target
 
 from bcd_core.errors import MissingRecordError
-from bcd_core.export import compile_tuned, export_library, run_library, run_onnxruntime, target_device
+from bcd_core.export import (
+    compile_tuned,
+    export_library,
+    library_runner,
+    onnxruntime_runner,
+    run_onnxruntime,
+    target_device,
+)
 from bcd_core.memory.recall import COLD, MemoryRequest
 from bcd_core.model_import import InputSpec, load_onnx, random_inputs, static_inputs
 from bcd_core.session_view import first_time_at_or_below, session_timeline, session_trial_timeline
 from bcd_core.target import describe_target, host_core_count
+from bcd_core.timing import RUNS, time_in_turns
 from bcd_core.tuning.events import Listener
 from bcd_core.tuning.options import STOCK
 from bcd_core.tuning.session import TuningRun
@@ -46,7 +53,7 @@ def memory_for(strategy: str, memory: MemoryRequest) -> MemoryRequest:
 
 log = logging.getLogger("bcd.bench")
 STRATEGY_ORDER = ("metaschedule", "bcd")
-PROBE_RUNS = 20
+PROBE_RUNS = RUNS  # probes are timed like every other latency (bcd_core/timing.py)
 # The machine's speed moves with other work on it: a spread of onnxruntime's latency past this
 # within one bench makes its wall-clock comparison unreliable.
 DRIFT_WARNING = 0.15
@@ -116,23 +123,23 @@ def machine_probe_ms(onnx_model: Any, inputs: dict[str, Any]) -> float | None:
         return None
 
 
-MEASURE_PASSES = 3
+ONNXRUNTIME = "onnxruntime"
 
 
-def measure_alternately(
-    libraries: dict[str, Path], inputs: dict[str, Any], runs: int, target: Target
+def measure_in_turns(
+    libraries: dict[str, Path], onnx_model: Any, inputs: dict[str, Any], runs: int, target: Target
 ) -> dict[str, float]:
-    """Median latency (ms) of each compiled model, timed in turns after both tunes: a model
-    timed right after its own tune can read well above what it reads later, and one busy
-    moment of the machine must not fall on one strategy only. Each model gets MEASURE_PASSES
-    passes of runs / passes."""
-    per_pass = max(1, runs // MEASURE_PASSES)
-    medians: dict[str, list[float]] = {strategy: [] for strategy in libraries}
-    for _ in range(MEASURE_PASSES):
-        for strategy, library in libraries.items():
-            result = run_library(library, inputs, runs=per_pass, device=target_device(target))
-            medians[strategy].append(result.median_ms)
-    return {strategy: statistics.median(values) for strategy, values in medians.items()}
+    """Median latency (ms) of each compiled model and of onnxruntime (key ONNXRUNTIME), timed
+    in turns after the tunes by bcd_core/timing.py: a model timed right after its own tune can
+    read well above what it reads later, and one busy moment of the machine must not fall on
+    one of them only."""
+    device = target_device(target)
+    runners = {name: library_runner(path, inputs, device).run for name, path in libraries.items()}
+    try:
+        runners[ONNXRUNTIME] = onnxruntime_runner(onnx_model, inputs).run
+    except Exception as err:  # noqa: BLE001 - any onnxruntime failure only means no reference
+        log.warning("onnxruntime cannot run the model: %s", err)
+    return {name: timing.median_ms for name, timing in time_in_turns(runners, runs).items()}
 
 
 def run_bench(
@@ -165,12 +172,12 @@ def run_bench(
             libraries[strategy] = library
     assert prepared_inputs is not None
     progress("measuring the compiled models")
-    for strategy, latency in measure_alternately(
-        libraries, random_inputs(prepared_inputs), latency_runs, target
-    ).items():
-        results[strategy].measured_latency_ms = latency
-    reference = run_onnxruntime(onnx_model, random_inputs(prepared_inputs), runs=latency_runs).median_ms
-    probes["after both"] = reference
+    measured = measure_in_turns(libraries, onnx_model, random_inputs(prepared_inputs), latency_runs, target)
+    for strategy in libraries:
+        results[strategy].measured_latency_ms = measured[strategy]
+    reference = measured.get(ONNXRUNTIME)
+    if reference is not None:
+        probes["after both"] = reference
     report = _bench_report(model, target, settings, results, reference, probes)
     write_outputs(report, out_dir)
     return report
@@ -226,7 +233,7 @@ def _bench_report(
     target: Target,
     settings: TuneSettings,
     results: dict[str, StrategyResult],
-    onnxruntime_ms: float,
+    onnxruntime_ms: float | None,
     probes: dict[str, float],
 ) -> BenchReport:
     """Both strategies' results compared at the baseline's final latency, in time and in trials."""
@@ -340,7 +347,8 @@ def format_report(report: BenchReport) -> str:
             f"{name:<14}{result.trials:>8}{minutes(result.elapsed_s):>11}{ms(result.final_estimate_s):>13}"
             f"{measured:>12}{share:>12.2%}"
         )
-    lines.append(f"onnxruntime ({report.threads} threads): {report.onnxruntime_ms:.3f} ms")
+    if report.onnxruntime_ms is not None:
+        lines.append(f"onnxruntime ({report.threads} threads): {report.onnxruntime_ms:.3f} ms")
     lines.append(
         f"baseline final {ms(report.baseline_final_s)} reached at {minutes(report.baseline_time_s)}; "
         f"BCD reached it at {minutes(report.bcd_time_s)}; "

@@ -28,14 +28,15 @@ from tvm.target import Target
 
 from bcd_core.bench import (
     COLD,
+    ONNXRUNTIME,
     finish_latency_plot,
     machine_probe_ms,
-    measure_alternately,
+    measure_in_turns,
     memory_for,
     speedup_at_equal_latency,
 )
 from bcd_core.errors import MissingRecordError
-from bcd_core.export import compile_tuned, export_library, run_onnxruntime
+from bcd_core.export import compile_tuned, export_library
 from bcd_core.memory.recall import MemoryRequest
 from bcd_core.model_import import load_onnx, random_inputs, static_inputs
 from bcd_core.session_view import session_timeline, session_trial_timeline
@@ -254,11 +255,10 @@ def _bench_model(
             result.runs.append(_run_result(run, strategy, seed))
             run.store.close()
     progress(f"== {model.name}: measuring the compiled models ==")
-    measured = measure_alternately(libraries, random_inputs(inputs), latency_runs, target) if inputs else {}
+    measured = measure_in_turns(libraries, onnx_model, random_inputs(inputs), latency_runs, target) if inputs else {}
     for run_result in result.runs:
         run_result.measured_latency_ms = measured.get(f"{run_result.strategy}-seed{run_result.seed}")
-    if inputs:
-        result.onnxruntime_ms = run_onnxruntime(onnx_model, random_inputs(inputs), runs=latency_runs).median_ms
+    result.onnxruntime_ms = measured.get(ONNXRUNTIME)
     return result
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from bcd_core import __version__
 from bcd_core.errors import BcdError
 from bcd_core.formatting import format_duration, format_latency
+from bcd_core.timing import RUNS
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.options import OPTIONS_BY_FIELD, STRATEGIES, Level, Option, flagged_options
 from bcd_core.tuning.settings import TuneSettings
@@ -222,7 +223,7 @@ def _session_for_export(store: Any, session_id: int | None) -> dict[str, Any]:
 
 
 def export_session(
-    db_path: Path, session_id: int | None, out: Path, model: str | None, check: bool, runs: int = 20
+    db_path: Path, session_id: int | None, out: Path, model: str | None, check: bool, runs: int = RUNS
 ) -> int:
     from bcd_core.export import export_tuned_session
     from bcd_core.records.store import RecordStore
@@ -238,10 +239,10 @@ def export_session(
 
 
 def print_check(report: Any) -> int:
-    print(f"tvm module   median {report.tvm.median_ms:.3f} ms over {report.tvm.runs} runs")
+    print(f"tvm module   {report.tvm.timing.describe()}")
     if report.onnxruntime is None:
         return 0
-    print(f"onnxruntime  median {report.onnxruntime.median_ms:.3f} ms over {report.onnxruntime.runs} runs")
+    print(f"onnxruntime  {report.onnxruntime.timing.describe()}")
     verdict = "match" if report.matches else "DIFFER"
     print(f"outputs {verdict}: max abs error {report.max_abs_error:.3g} (tolerance {report.tolerance:g})")
     return 0 if report.matches else 1
@@ -455,7 +456,7 @@ def _add_bench_command(sub: Any) -> None:
         help="BCD draws on the tunes in this records database (stock stays cold; repeatable)",
     )
     bench.add_argument("--out", help="folder for stores, timelines, plot, JSON (default runs/bench-MODEL)")
-    bench.add_argument("--runs", type=int, default=50, help="runs for each measured latency")
+    bench.add_argument("--runs", type=int, default=RUNS, help="timed runs for each measured latency")
     bench.set_defaults(func=cmd_bench, strategy=TUNE_DEFAULTS.strategy)  # --strategies picks
 
 
@@ -466,7 +467,7 @@ def _add_export_command(sub: Any) -> None:
     export.add_argument("--session", type=int, help="session id (default: the newest)")
     export.add_argument("--model", help="the ONNX file, if it moved since tuning")
     export.add_argument("--no-check", action="store_true", help="skip the check against onnxruntime")
-    export.add_argument("--runs", type=int, default=20)
+    export.add_argument("--runs", type=int, default=RUNS, help="timed runs for each latency")
     export.set_defaults(func=cmd_export)
 
 
@@ -487,7 +488,7 @@ def _add_check_and_run_commands(sub: Any) -> None:
         cmd.add_argument("module")
         cmd.add_argument("--onnx", required=True, help="the ONNX model (inputs, and the reference outputs)")
         cmd.add_argument("--input-shape", action="append", metavar="NAME=D1,D2,...")
-        cmd.add_argument("--runs", type=int, default=20)
+        cmd.add_argument("--runs", type=int, default=RUNS, help="timed runs for each latency")
         cmd.add_argument("--tolerance", type=float, default=1e-3)
         cmd.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
         cmd.set_defaults(func=lambda a, compare=compare: cmd_check(a, compare))

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import statistics
-import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +22,7 @@ from bcd_core.records.states import TaskStatus
 from bcd_core.records.store import RecordStore
 from bcd_core.target import host_core_count, is_gpu, target_key
 from bcd_core.tasks import extract_tasks
+from bcd_core.timing import RUNS, Timing, time_in_turns, time_runs
 from bcd_core.tvm_speedups import load_tensor_intrinsics
 
 Progress = Callable[[str], None]
@@ -88,9 +87,16 @@ def _to_numpy(value: Any) -> list[np.ndarray]:
 
 @dataclass
 class LatencyResult:
-    median_ms: float
-    runs: int
+    timing: Timing
     outputs: list[np.ndarray]
+
+    @property
+    def median_ms(self) -> float:
+        return self.timing.median_ms
+
+    @property
+    def runs(self) -> int:
+        return self.timing.runs
 
 
 def device_for(kind: str) -> tvm.runtime.Device:
@@ -101,10 +107,17 @@ def device_for(kind: str) -> tvm.runtime.Device:
     return tvm.cpu()
 
 
-def run_library(
-    library_path: str | Path, inputs: dict[str, np.ndarray], runs: int = 20, device: str = "cpu"
-) -> LatencyResult:
-    """Load an exported module, run it on `inputs` (in the model's input order) and time it."""
+@dataclass
+class Runner:
+    """One ready-to-time model: `run` does one inference (and waits for it); `outputs` are
+    those of its first run, to compare."""
+
+    run: Callable[[], None]
+    outputs: list[np.ndarray]
+
+
+def library_runner(library_path: str | Path, inputs: dict[str, np.ndarray], device: str = "cpu") -> Runner:
+    """An exported module loaded into a VM with `inputs` (in the model's input order)."""
     library_path = Path(library_path)
     if not library_path.is_file():
         raise BcdError(f"compiled module not found: {library_path}")
@@ -115,20 +128,17 @@ def run_library(
     dev = device_for(device)
     vm = relax.VirtualMachine(library, dev)
     arguments = [tvm.runtime.tensor(array, device=dev) for array in inputs.values()]
-    outputs = _to_numpy(vm["main"](*arguments))  # warm-up, and the outputs to compare
-    timings = []
-    for _ in range(max(1, runs)):
-        start = time.perf_counter()
-        vm["main"](*arguments)
+    main = vm["main"]
+
+    def run() -> None:
+        main(*arguments)
         dev.sync()
-        timings.append((time.perf_counter() - start) * 1000)
-    return LatencyResult(statistics.median(timings), len(timings), outputs)
+
+    return Runner(run, _to_numpy(main(*arguments)))
 
 
-def run_onnxruntime(
-    model: onnx.ModelProto, inputs: dict[str, np.ndarray], runs: int = 20, threads: int | None = None
-) -> LatencyResult:
-    """onnxruntime on the same inputs and thread count: the deployment alternative."""
+def onnxruntime_runner(model: onnx.ModelProto, inputs: dict[str, np.ndarray], threads: int | None = None) -> Runner:
+    """onnxruntime on the CPU with the same inputs and thread count: the deployment alternative."""
     import onnxruntime as ort
 
     copy = onnx.ModelProto()
@@ -138,13 +148,23 @@ def run_onnxruntime(
     options.intra_op_num_threads = threads or host_core_count()
     options.log_severity_level = 3
     session = ort.InferenceSession(copy.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    outputs = session.run(None, inputs)
-    timings = []
-    for _ in range(max(1, runs)):
-        start = time.perf_counter()
-        session.run(None, inputs)
-        timings.append((time.perf_counter() - start) * 1000)
-    return LatencyResult(statistics.median(timings), len(timings), [np.asarray(o) for o in outputs])
+    return Runner(lambda: session.run(None, inputs), [np.asarray(o) for o in session.run(None, inputs)])
+
+
+def run_library(
+    library_path: str | Path, inputs: dict[str, np.ndarray], runs: int = RUNS, device: str = "cpu"
+) -> LatencyResult:
+    """Load an exported module, run it on `inputs` and time it (bcd_core/timing.py)."""
+    runner = library_runner(library_path, inputs, device)
+    return LatencyResult(time_runs(runner.run, runs), runner.outputs)
+
+
+def run_onnxruntime(
+    model: onnx.ModelProto, inputs: dict[str, np.ndarray], runs: int = RUNS, threads: int | None = None
+) -> LatencyResult:
+    """onnxruntime on `inputs`, timed the same way as a module."""
+    runner = onnxruntime_runner(model, inputs, threads)
+    return LatencyResult(time_runs(runner.run, runs), runner.outputs)
 
 
 @dataclass
@@ -177,17 +197,25 @@ def check_library(
     library_path: str | Path,
     inputs_spec: list[InputSpec],
     onnx_model: onnx.ModelProto | None,
-    runs: int = 20,
+    runs: int = RUNS,
     seed: int = 0,
     tolerance: float = 1e-3,
     device: str = "cpu",
 ) -> CheckReport:
+    """Run the module and (given the model) onnxruntime on the same random input: compare the
+    outputs, and time both in turns (bcd_core/timing.py)."""
     inputs = random_inputs(inputs_spec, seed)
-    ours = run_library(library_path, inputs, runs, device)
+    ours = library_runner(library_path, inputs, device)
     if onnx_model is None:
-        return CheckReport(ours, None, None, tolerance)
-    reference = run_onnxruntime(onnx_model, inputs, runs)
-    return CheckReport(ours, reference, compare_outputs(ours.outputs, reference.outputs), tolerance)
+        return CheckReport(LatencyResult(time_runs(ours.run, runs), ours.outputs), None, None, tolerance)
+    theirs = onnxruntime_runner(onnx_model, inputs)
+    timings = time_in_turns({"tvm": ours.run, "onnxruntime": theirs.run}, runs)
+    return CheckReport(
+        LatencyResult(timings["tvm"], ours.outputs),
+        LatencyResult(timings["onnxruntime"], theirs.outputs),
+        compare_outputs(ours.outputs, theirs.outputs),
+        tolerance,
+    )
 
 
 def target_device(target: Target) -> str:
@@ -230,7 +258,7 @@ def export_tuned_session(
     out: str | Path,
     model: str | Path | None = None,
     check: bool = True,
-    runs: int = 20,
+    runs: int = RUNS,
     progress: Callable[[int, int, str], None] = lambda step, total, text: None,
 ) -> ExportResult:
     """Compile a session's model with its best records, write the shared library, and (with

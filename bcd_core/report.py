@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bcd_core.records.store import RecordStore
+from bcd_core.reference import session_reference
 from bcd_core.session_view import (
     SessionSnapshot,
     baseline_for,
@@ -38,7 +39,7 @@ def _png(figure: Any) -> str:
     return base64.b64encode(buffer.getvalue()).decode()
 
 
-def _plots(store: RecordStore, snapshot: SessionSnapshot) -> dict[str, str]:
+def _plots(store: RecordStore, snapshot: SessionSnapshot, reference_s: float | None = None) -> dict[str, str]:
     """The report's figures as base64 PNGs, by key."""
     import matplotlib
 
@@ -46,7 +47,7 @@ def _plots(store: RecordStore, snapshot: SessionSnapshot) -> dict[str, str]:
     import matplotlib.pyplot as plt
 
     return {
-        "latency": _latency_plot(plt, store, snapshot),
+        "latency": _latency_plot(plt, store, snapshot, reference_s),
         "tasks": _task_curves_plot(plt, store, snapshot),
         "cost_model": _cost_model_plot(plt, snapshot),
     }
@@ -60,8 +61,9 @@ def _finished_png(plt: Any, figure: Any) -> str:
     return image
 
 
-def _latency_plot(plt: Any, store: RecordStore, snapshot: SessionSnapshot) -> str:
-    """The session's estimated model latency over time, beside stock MetaSchedule's if there is one."""
+def _latency_plot(plt: Any, store: RecordStore, snapshot: SessionSnapshot, reference_s: float | None = None) -> str:
+    """The session's estimated model latency over time, beside stock MetaSchedule's if there is
+    one, and onnxruntime's latency on this machine if it was timed."""
     figure, axis = plt.subplots(figsize=(8, 4), dpi=100)
     if snapshot.timeline:
         axis.step(
@@ -82,6 +84,10 @@ def _latency_plot(plt: Any, store: RecordStore, snapshot: SessionSnapshot) -> st
         )
         if baseline.reached_at_s is not None:
             axis.axvline(baseline.reached_at_s / 60, linestyle="--", linewidth=1)
+    if reference_s is not None:
+        axis.axhline(
+            reference_s * 1e3, linestyle="-.", color="#d62728", label=f"onnxruntime {reference_s * 1e3:.3g} ms"
+        )
     axis.set_xlabel("tuning time (min)")
     axis.set_ylabel("estimated model latency (ms)")
     axis.grid(True, alpha=0.3)
@@ -159,7 +165,16 @@ def _task_table(snapshot: SessionSnapshot) -> str:
     return f"<table><tr>{header}</tr>{''.join(rows)}</table>"
 
 
-def _html(snapshot: SessionSnapshot, images: dict[str, str]) -> str:
+def _reference_text(reference_s: float | None, estimate: float | None) -> str:
+    if reference_s is None:
+        return "not timed (GPU target, or the model file is no longer where it was tuned)"
+    text = f"{reference_s * 1e3:.4f} ms on this machine"
+    if estimate:
+        text += f"; the tuned estimate is {estimate / reference_s:.2f}x its time"
+    return text
+
+
+def _html(snapshot: SessionSnapshot, images: dict[str, str], reference_s: float | None = None) -> str:
     s = snapshot.session
     estimate = snapshot.estimated_latency_s
     summary = [
@@ -170,6 +185,7 @@ def _html(snapshot: SessionSnapshot, images: dict[str, str]) -> str:
         ("trials", f"{snapshot.trials_done} ({snapshot.failed_trials} failed)"),
         ("tuning time", f"{(s['elapsed_s'] or 0) / 60:.1f} min"),
         ("estimated latency", "n/a" if estimate is None else f"{estimate * 1e3:.4f} ms"),
+        ("onnxruntime", _reference_text(reference_s, estimate)),
         ("memory", "none" if snapshot.memory is None else html.escape(snapshot.memory.describe())),
         ("settings", html.escape(json.dumps(snapshot.settings))),
     ]
@@ -203,6 +219,7 @@ def write_report(
     out.mkdir(parents=True, exist_ok=True)
     progress(0, 3, "reading the session")
     snapshot = load_snapshot(store, session_id)
+    reference_s = session_reference(store, snapshot.session)
     names = {t.row_id: t.name for t in snapshot.tasks}
     files = ReportFiles(out / "report.html", out / "trials.csv", out / "tasks.csv", out / "report.json")
     with open(files.trials_csv, "w", newline="") as handle:
@@ -220,6 +237,7 @@ def write_report(
             {
                 "session": snapshot.session,
                 "estimated_latency_s": snapshot.estimated_latency_s,
+                "onnxruntime_latency_s": reference_s,
                 "memory": asdict(snapshot.memory) if snapshot.memory else None,
                 "tasks": task_rows,
                 "clusters": [asdict(c) for c in snapshot.clusters],
@@ -231,8 +249,8 @@ def write_report(
         )
     )
     progress(1, 3, "drawing the plots")
-    images = _plots(store, snapshot)
+    images = _plots(store, snapshot, reference_s)
     progress(2, 3, "writing the page")
-    files.html.write_text(_html(snapshot, images))
+    files.html.write_text(_html(snapshot, images, reference_s))
     progress(3, 3, f"report written to {out}")
     return files

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import resource
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,11 @@ def _report_stalls(meter: Any) -> None:
     if meter is not None:
         meter.stop()  # closing waits for the batch in flight: not a stall users see while tuning
         print(f"longest event-loop stall: {meter.longest_ms:.1f} ms over {meter.ticks} ticks", file=sys.stderr)
+        when = ", ".join(f"{ms:.0f} ms at {at:.0f} s" for at, ms in meter.stalls[:20])
+        print(f"stalls over {meter.report_over_ms:.0f} ms: {len(meter.stalls)} ({when or 'none'})", file=sys.stderr)
+        # What the window itself took from the cores the engine tunes on.
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        print(f"dashboard process CPU: {usage.ru_utime + usage.ru_stime:.1f} s", file=sys.stderr)
 
 
 def _screenshot_and_quit(window: Any, path: str, meter: Any = None) -> None:

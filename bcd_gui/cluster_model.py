@@ -115,6 +115,8 @@ class ClusterTreeModel(QAbstractItemModel):
             if request.kind == RequestKind.PRIORITY:
                 for key in args.get("order", []):
                     clusters.setdefault(key, []).append(text)
+        if (tasks, clusters) == (self._pending_task, self._pending_cluster):
+            return  # nothing to redraw: this runs on every round
         self._pending_task, self._pending_cluster = tasks, clusters
         self._all_changed()
 

@@ -86,7 +86,10 @@ GUIDE = """<h3>What bcd does</h3>
 into <b>tasks</b> (fused subgraphs) grouped in <b>clusters</b> of alike tasks. The <code>bcd</code>
 strategy runs stock MetaSchedule and adds <b>diffusion</b>: programs measured for one task are
 adapted to the other tasks of its cluster, and programs of earlier tunes on this machine
-(<b>memory</b>) to the new model's tasks. Every measurement is saved: a stopped tune resumes.</p>
+(<b>memory</b>) to the new model's tasks. Every measurement is saved: a stopped tune resumes.
+The tune runs in a process of its own: closing the window can leave it running, and opening
+its records store (File &gt; Open records store) follows it again, as it does a tune started
+with <code>bcd tune</code> in a terminal.</p>
 <h3>The panels</h3>
 <ul>
 <li><b>Clusters</b>: each cluster, its representative (bold) and members, with trials, best
@@ -96,16 +99,18 @@ the next tune below.</li>
 <li><b>Provenance</b>: for the selected task, which program seeded it and how it fared.</li>
 <li><b>Plots</b>: the model's estimated latency over time (with a stock run when there is one),
 the selected tasks' best latency, and how well the cost model ranks each new batch.</li>
-<li><b>Sessions</b>: every tune in the store; open one, or resume a stopped one.</li>
+<li><b>Sessions</b>: every tune in the store; open one, resume a stopped one, or compare one
+with the shown session in the latency plot.</li>
 </ul>
 <h3>Shortcuts</h3>
 <table>
 <tr><td>Ctrl+O</td><td>open a model (or drop a file on the window)</td></tr>
+<tr><td>Ctrl+Shift+O</td><td>open a records store: its sessions, and the tune running in it</td></tr>
 <tr><td>Ctrl+R</td><td>tune</td></tr><tr><td>Space</td><td>pause / resume</td></tr>
 <tr><td>Ctrl+.</td><td>stop after the batch in flight</td></tr>
 <tr><td>Ctrl+Up / Ctrl+Down</td><td>tune the selected cluster sooner / later (or drag it)</td></tr>
 <tr><td>Ctrl+B</td><td>budget of the selected task or cluster</td></tr>
-<tr><td>Ctrl+K</td><td>skip the selected task</td></tr>
+<tr><td>Ctrl+K / Ctrl+Shift+K</td><td>skip / un-skip the selected task</td></tr>
 <tr><td>Ctrl+M</td><td>move the selected task to another cluster (or drag it)</td></tr>
 <tr><td>Ctrl+Shift+R</td><td>make the selected task its cluster's representative</td></tr>
 <tr><td>Ctrl+E / Ctrl+Shift+E</td><td>export the compiled model / the report</td></tr>

@@ -24,11 +24,11 @@ def describe_export(result: Any) -> str:
         text += f"\nUntuned (skipped before any measurement): {', '.join(result.untuned)}"
     check = result.check
     if check is not None:
-        text += f"\nTVM module: {check.tvm.median_ms:.3f} ms (median of {check.tvm.runs} runs)"
+        text += f"\nTVM module: {check.tvm.timing.describe()}"
         if check.onnxruntime is not None:
             verdict = "match" if check.matches else "DIFFER"
             text += (
-                f"\nonnxruntime: {check.onnxruntime.median_ms:.3f} ms\nOutputs {verdict} onnxruntime's "
+                f"\nonnxruntime: {check.onnxruntime.timing.describe()}\nOutputs {verdict} onnxruntime's "
                 f"(max abs error {check.max_abs_error:.3g})"
             )
     return text

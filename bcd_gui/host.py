@@ -45,9 +45,11 @@ class WindowHost(Protocol):
     reader: RecordStore | None
     snapshot: SessionSnapshot | None
     untuned: dict[int, float]
+    reference_s: float | None
     worker: LiveTune | None  # the tune followed live: launched by the window or attached
     pending_control: TuningControl  # requests made before Tune, handed to the next tune
     jobs: list[BackgroundJob]
+    closed: bool  # the window accepted to close: no new background job
 
     # Widgets and their builders.
     workspace: Workspace
@@ -100,7 +102,7 @@ class Controller(QObject):
     """One part of the window's behaviour, acting on the window through `win`. It is a QObject
     child of the window, so it lives on the GUI thread: a worker thread's signal connected to one
     of its methods runs that method there, where widgets may be touched (a lambda would run in
-    the sender's thread, for a TuneWorker the tuner's)."""
+    the sender's thread: for a background job, a worker thread)."""
 
     def __init__(self, win: WindowHost) -> None:
         window = cast(QWidget, win)  # WindowHost is implemented by the QMainWindow itself

@@ -17,6 +17,8 @@ class JobRunner(Controller):
         error is reported as "cannot `doing`"."""
         win = self.win
         job = BackgroundJob(name, work, self.window_widget)
+        if win.closed:  # nothing may outlive the window: a thread still running at exit aborts
+            return job
         win.jobs.append(job)
         job.progressed.connect(self._job_progress)
         job.succeeded.connect(on_success)

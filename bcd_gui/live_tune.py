@@ -20,7 +20,7 @@ from PySide6.QtCore import QObject, QThread, QTimer, Signal
 from bcd_core.errors import BcdError
 from bcd_core.records.states import SessionStatus
 from bcd_core.records.store import RecordStore
-from bcd_core.session_view import load_snapshot
+from bcd_core.session_view import SessionSnapshot, load_snapshot
 from bcd_core.tuning.channel import RemoteControl
 from bcd_core.tuning.engine_process import EngineLaunch, EngineProcess
 from bcd_core.tuning.events import RoundFinished, SessionFinished, SessionMessage, SessionPaused, SessionStarted
@@ -112,7 +112,7 @@ class SessionWatcher(QThread):
         self.event.emit(SessionStarted(session_id, done > 0, len(snapshot.tasks), snapshot.trials_total, done, elapsed))
 
 
-def _round_event(row: dict, snapshot) -> RoundFinished:  # noqa: ANN001 - a SessionSnapshot
+def _round_event(row: dict, snapshot: SessionSnapshot) -> RoundFinished:
     return RoundFinished(
         snapshot.session_id,
         int(row["round"]),
@@ -172,8 +172,18 @@ class LiveTune(QObject):
         self.control.bind(session_id)
 
     def _check_engine(self) -> None:
-        if self.engine is not None and self.engine.exit_code() is not None and self.session_id is None:
+        engine = self.engine
+        if engine is not None and engine.exit_code() is not None and self.session_id is None:
+            if self._opened_session_of(engine.launch.token):
+                return  # opened and left between two polls (nothing left to tune): the watcher shows it
             self.watcher.stop()  # it never opened a session: the watcher would wait forever
+
+    def _opened_session_of(self, token: str) -> bool:
+        try:
+            with closing(RecordStore(self.db_path, create=False)) as store:
+                return store.session_of_launch(token) is not None
+        except BcdError:
+            return False
 
     def _watch_ended(self) -> None:
         if self._detached:
@@ -183,7 +193,9 @@ class LiveTune(QObject):
         if self.engine is not None:
             self.engine.wait(30)  # it wrote its final status: it is leaving
             if self.engine.exit_code() not in (0, None) or self._crashed():
-                self.failed.emit(self.engine.failure())
+                self.failed.emit(self.engine.failure())  # names its log, which stays
+            else:
+                self.engine.remove_files()
         self._done = True
         self.finished.emit()
 

@@ -70,9 +70,11 @@ class MainWindow(QMainWindow):
         self.reader: RecordStore | None = None
         self.snapshot: SessionSnapshot | None = None
         self.untuned: dict[int, float] = {}
+        self.reference_s: float | None = None  # onnxruntime on this machine, for the open model
         self.worker: LiveTune | None = None  # the tune followed live (launched here or attached)
         self.pending_control = TuningControl()
         self.jobs: list[BackgroundJob] = []
+        self.closed = False  # set once the window has accepted to close
         self.colors = apply_theme(QApplication.instance(), self.theme_choice())  # type: ignore[arg-type]
         self.ask_before_quitting = True  # closing while tuning asks whether to keep the tune running
         # Background jobs (import, timing, the store watcher) run Python too. With the default
@@ -155,6 +157,7 @@ class MainWindow(QMainWindow):
             self.tuning.detach()
         else:
             self.tuning.stop_and_wait()
+        self.closed = True  # no new background job from here on
         for job in list(self.jobs):  # short jobs (timing, export): let them finish cleanly
             job.wait()
         self.preferences.save_layout(self)

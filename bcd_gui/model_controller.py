@@ -8,6 +8,7 @@ from typing import Any
 
 from bcd_core.errors import BcdError
 from bcd_core.records.store import RecordStore
+from bcd_core.reference import known_reference, stored_reference
 from bcd_core.session_view import preview_snapshot
 from bcd_core.target import parse_target
 from bcd_core.tuning.control import TuningControl
@@ -15,13 +16,20 @@ from bcd_core.tuning.session import prepare_model
 from bcd_core.tuning.settings import DEFAULT_CLUSTER_MODE
 from bcd_core.untuned import stored_untuned
 from bcd_gui.dialogs import ask_model_path, ask_store_path
-from bcd_gui.host import Controller
+from bcd_gui.host import Controller, WindowHost
 
 DEFAULT_RUNS_DIR = Path("runs")  # the same default as `bcd tune`, so both see the same records
 
 
 class ModelController(Controller):
     """Opens ONNX models for the window: sets `win.model_path`, `win.db_path` and the views."""
+
+    def __init__(self, win: WindowHost) -> None:
+        super().__init__(win)
+        self._target: Any = None  # the open model's target and input shapes
+        self._shapes: dict[str, tuple[int, ...]] = {}
+        self._reference_waits = False  # onnxruntime is timed once the followed tune ends
+        win.tuneFinished.connect(self._tune_ended)
 
     def choose_model(self) -> None:
         path = ask_model_path(self.window_widget)
@@ -49,6 +57,7 @@ class ModelController(Controller):
         win.fixed_db = win.db_path = path
         win.model_path = win.model_hash = None
         win.untuned = {}
+        win.reference_s = None
         win.pending_control = TuningControl()
         if not win.open_reader() or win.reader is None:
             return
@@ -87,10 +96,13 @@ class ModelController(Controller):
             return prepare_model(path, target, shapes, mode)
 
         win.run_job(
-            f"Opening {path.name}", work, lambda prepared: self._model_prepared(path, prepared), "open the model"
+            f"Opening {path.name}",
+            work,
+            lambda prepared: self._model_prepared(path, prepared, shapes),
+            "open the model",
         )
 
-    def _model_prepared(self, path: Path, prepared: Any) -> None:
+    def _model_prepared(self, path: Path, prepared: Any, shapes: dict[str, tuple[int, ...]]) -> None:
         win = self.win
         win.model_path = path.resolve()
         win.model_hash = prepared.imported.sha256
@@ -98,6 +110,8 @@ class ModelController(Controller):
         win.db_path = win.fixed_db or DEFAULT_RUNS_DIR / f"{path.stem}.db"
         win.setWindowTitle(f"{path.name} - bcd   [{win.db_path}]")
         win.untuned = {}
+        win.reference_s = None
+        self._target, self._shapes = prepared.target, shapes  # for timing onnxruntime
         win.tree_model.set_untuned({})
         win.pending_control = TuningControl()  # requests for the previous model's tasks do not carry over
         if not win.open_reader():
@@ -138,6 +152,46 @@ class ModelController(Controller):
         win.untuned = untuned
         win.tree_model.set_untuned(untuned)
         if win.snapshot is not None:
-            win.overview.show_snapshot(win.snapshot, win.untuned)
+            win.overview.show_snapshot(win.snapshot, win.untuned, win.reference_s)
         if win.worker is None:
+            win.status_text.setText("Ready. Press Ctrl+R to tune.")
+        self.show_reference()
+
+    def show_reference(self) -> None:
+        """onnxruntime's latency for the open model: from the store, else timed in the
+        background, but never while a tune is followed (both would share the cores: a wrong
+        figure, kept, and a slower tune); then it is timed when the tune ends."""
+        win = self.win
+        model_path, model_hash, db_path = win.model_path, win.model_hash, win.db_path
+        if model_path is None or model_hash is None or db_path is None or win.reader is None:
+            return
+        target, shapes = self._target, self._shapes
+        known = known_reference(win.reader, model_hash, target)
+        self._reference_waits = known is None and win.worker is not None
+        if known is not None or self._reference_waits:
+            self._reference_measured(known)
+            return
+        win.run_job(
+            "Timing onnxruntime",
+            lambda _progress: self._reference(db_path, model_path, model_hash, target, shapes),
+            self._reference_measured,
+            "time onnxruntime",
+        )
+
+    def _tune_ended(self, _status: Any) -> None:
+        if self._reference_waits:
+            self.show_reference()
+
+    @staticmethod
+    def _reference(db_path: Path, model_path: Path, model_hash: str, target: Any, shapes: Any) -> float | None:
+        with closing(RecordStore(db_path)) as store:
+            return stored_reference(store, model_path, model_hash, target, shapes)
+
+    def _reference_measured(self, reference_s: float | None) -> None:
+        win = self.win
+        win.reference_s = reference_s
+        if win.snapshot is not None:
+            win.overview.show_snapshot(win.snapshot, win.untuned, reference_s)
+            win.latency_plot.set_reference(reference_s)
+        if win.worker is None and reference_s is not None:
             win.status_text.setText("Ready. Press Ctrl+R to tune.")

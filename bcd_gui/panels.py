@@ -140,7 +140,7 @@ class SettingsPanel(QWidget):
 class OverviewPanel(QWidget):
     """The model at a glance: tasks, clusters, FLOPs, untuned and tuned estimates."""
 
-    FIELDS = ("model", "tasks", "clusters", "flops", "untuned", "estimate", "trials", "session", "memory")
+    FIELDS = ("model", "tasks", "clusters", "flops", "untuned", "estimate", "reference", "trials", "session", "memory")
 
     def __init__(self) -> None:
         super().__init__()
@@ -153,6 +153,7 @@ class OverviewPanel(QWidget):
             "flops": "Total FLOPs",
             "untuned": "Untuned estimate",
             "estimate": "Tuned estimate",
+            "reference": "onnxruntime",
             "trials": "Trials",
             "session": "Session",
             "memory": "Memory",
@@ -167,9 +168,12 @@ class OverviewPanel(QWidget):
             grid.addWidget(value, row, 1)
             self.values[name] = value
         grid.setColumnStretch(1, 1)
-        self.values["memory"].setWordWrap(True)  # the models drawn on can take two lines
+        for value in self.values.values():
+            value.setWordWrap(True)  # a narrow panel wraps rather than cuts
 
-    def show_snapshot(self, snapshot: SessionSnapshot, untuned: dict[int, float]) -> None:
+    def show_snapshot(
+        self, snapshot: SessionSnapshot, untuned: dict[int, float], reference_s: float | None = None
+    ) -> None:
         tasks = snapshot.tasks
         s = snapshot.session
         multi = sum(1 for c in snapshot.clusters if c.size > 1)
@@ -181,14 +185,14 @@ class OverviewPanel(QWidget):
         estimate, untuned_tasks = estimate_with_untuned(snapshot, untuned)
         self.values["model"].setText(s.get("model_name", ""))
         self.values["tasks"].setText(str(len(tasks)))
-        self.values["clusters"].setText(f"{len(snapshot.clusters)} ({multi} with members to diffuse into)")
+        self.values["clusters"].setText(f"{len(snapshot.clusters)} ({multi} with members)")
         self.values["flops"].setText(format_flops(sum(t.flops * t.weight for t in tasks)))
         self.values["untuned"].setText("measuring..." if untuned_total is None else format_latency(untuned_total))
         measured = sum(1 for t in tasks if t.best_s is not None)
         text = (
             format_latency(estimate)
             if estimate is not None
-            else f"once every task is measured ({measured}/{len(tasks)})"
+            else f"{measured}/{len(tasks)} tasks measured"  # known once every task is
         )
         if estimate and untuned_total:
             text += f"  ({untuned_total / estimate:.1f}x faster)"
@@ -197,6 +201,7 @@ class OverviewPanel(QWidget):
         self.values["estimate"].setToolTip(skipped if untuned_tasks else "")
         if untuned_tasks:
             self.values["estimate"].setText(f"{text}, {len(untuned_tasks)} skipped untuned")
+        self.show_reference(reference_s, estimate)
         failed = f", {snapshot.failed_trials} failed" if snapshot.failed_trials else ""
         self.values["trials"].setText(f"{snapshot.trials_done} / {snapshot.trials_total}{failed}")
         session = "not tuned yet" if not s.get("id") else f"#{s['id']} {s['strategy']}, {s['status']}"
@@ -204,6 +209,25 @@ class OverviewPanel(QWidget):
         memory = snapshot.memory
         self.values["memory"].setText("no earlier tune drawn on" if memory is None else memory.summary())
         self.values["memory"].setToolTip("" if memory is None else memory.describe())
+
+    def show_reference(self, reference_s: float | None, estimate_s: float | None) -> None:
+        """onnxruntime on this machine, and the tuned estimate as a multiple of it."""
+        label = self.values["reference"]
+        if reference_s is None:
+            label.setText("not timed yet" if estimate_s is not None else "-")
+            label.setToolTip(
+                "onnxruntime's latency for this model on this CPU: timed in the background while no tune runs "
+                "(never for GPU targets)"
+            )
+            return
+        text = format_latency(reference_s)
+        if estimate_s:
+            text += f"  (tuned: {estimate_s / reference_s:.2f}x its time)"
+        label.setText(text)
+        label.setToolTip(
+            "onnxruntime (CPU, this machine's threads), median of 50 runs after a warm-up, timed once per model "
+            "and target; the tuned figure is the estimate (the sum of the tasks' best latencies)"
+        )
 
 
 class ProvenancePanel(QWidget):

@@ -62,6 +62,11 @@ class ModelLatencyPlot(QWidget):
             line.setVisible(False)
             self.widget.addItem(line)
         self.overlay_curves: list[pg.PlotDataItem] = []  # other sessions, to compare runs
+        # A curve, not an InfiniteLine: auto-range includes it, so it shows even far below.
+        self.reference_s: float | None = None
+        self.reference_curve = self.widget.plot(
+            [], [], pen=pg.mkPen(colors.marker, width=1.5, style=Qt.PenStyle.DashDotLine)
+        )
 
     def set_overlays(self, timelines: dict[str, list[tuple[float, float]]]) -> None:
         """Other sessions' estimates beside this one's (dotted), each named in the legend."""
@@ -72,6 +77,22 @@ class ModelLatencyPlot(QWidget):
         for position, (name, timeline) in enumerate(timelines.items()):
             pen = pg.mkPen(series[(position + 1) % len(series)], width=1.5, style=Qt.PenStyle.DotLine)
             self.overlay_curves.append(self.widget.plot(*_steps(timeline), name=name, pen=pen))
+
+    def set_reference(self, reference_s: float | None) -> None:
+        """onnxruntime's latency on this machine, drawn across the session's time (and named
+        in the legend) once known."""
+        self.reference_s = reference_s
+        self._draw_reference()
+
+    def _draw_reference(self) -> None:
+        self.legend.removeItem(self.reference_curve)  # a no-op when it is not listed
+        xs, _ = self.curve.getData()
+        if self.reference_s is None or xs is None or not len(xs):
+            self.reference_curve.setData([], [])
+            return
+        ms = self.reference_s * 1e3
+        self.reference_curve.setData([0.0, float(max(xs))], [ms, ms])
+        self.legend.addItem(self.reference_curve, f"onnxruntime {ms:.3g} ms")
 
     def points(self) -> int:
         x, _ = self.curve.getData()
@@ -90,11 +111,10 @@ class ModelLatencyPlot(QWidget):
             self.shown_session = shown
             self.widget.enableAutoRange()
         self.curve.setData(*_steps(snapshot.timeline))
+        self._draw_reference()
         measured = sum(1 for t in snapshot.tasks if t.best_s is not None)
         waiting = not snapshot.timeline and snapshot.tasks and measured < len(snapshot.tasks)
-        title = (
-            f"{self.TITLE}: once every task is measured ({measured}/{len(snapshot.tasks)})" if waiting else self.TITLE
-        )
+        title = f"{self.TITLE} ({measured}/{len(snapshot.tasks)} tasks measured)" if waiting else self.TITLE
         self.widget.setTitle(title, color=self.colors.foreground, size="10pt")
         self.curve.opts["name"] = snapshot.session.get("strategy", "session")
         has_baseline = self.BASELINE in self.legend_names()

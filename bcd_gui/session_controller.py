@@ -96,7 +96,8 @@ class SessionController(Controller):
         win.snapshot = snapshot
         win.tree_model.set_snapshot(snapshot)
         self.show_pending()
-        win.overview.show_snapshot(snapshot, win.untuned)
+        win.overview.show_snapshot(snapshot, win.untuned, win.reference_s)
+        win.latency_plot.set_reference(win.reference_s)
         baseline = self.baseline(snapshot)
         win.latency_plot.update_view(snapshot, baseline)
         if self.overlays:

@@ -31,6 +31,15 @@ from bcd_gui.theme import PlotColors
 
 MIN_TASK_COLUMN_EM = 12
 TASK_COLUMN_EM = 22  # a task name's room when the tree is wide enough
+# The widest value each column will show while tuning: fitted before the numbers arrive, a
+# column must not cut them later (the tree is not re-measured on every round).
+WIDEST_VALUE = {
+    "Trials": "8888 (88 failed)",
+    "Best": "888.888 ms",
+    "Speedup": "8888.8x",
+    "Status": "refining",
+    "Origin": "diffused",
+}
 
 
 class Workspace:
@@ -118,8 +127,13 @@ class Workspace:
         least a minimum, elided in the middle where they do not fit."""
         em = self.tree.fontMetrics().horizontalAdvance("M")
         self.tree.setColumnWidth(0, int(TASK_COLUMN_EM * em))
+        cell = self.tree.fontMetrics()
         for column in range(1, len(COLUMNS)):
             self.tree.resizeColumnToContents(column)
+            widest = WIDEST_VALUE.get(COLUMNS[column])
+            if widest:
+                needed = cell.horizontalAdvance(widest) + 2 * em  # the cell's margins
+                self.tree.setColumnWidth(column, max(self.tree.columnWidth(column), needed))
         others = sum(self.tree.columnWidth(c) for c in range(1, len(COLUMNS)) if c <= COLUMNS.index("Status"))
         room = self.tree.viewport().width() - others
         self.tree.setColumnWidth(0, max(int(MIN_TASK_COLUMN_EM * em), min(int(TASK_COLUMN_EM * em), room)))
@@ -132,6 +146,8 @@ class Workspace:
         return self.pages.currentWidget() is self.splitter
 
     def restyle(self, colors: PlotColors) -> None:
+        for plot in (self.latency_plot, self.task_plot, self.cost_plot):
+            plot.colors = colors  # what they draw from now on (titles set per update too)
         for widget in (
             self.latency_plot.widget,
             self.task_plot.widget,

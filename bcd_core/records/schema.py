@@ -160,6 +160,12 @@ TABLES: dict[str, Table] = {
         {"id": int, "shash": str, "target_key": str, "latency_s": float, "measured_at": str},
         indexes=(Index(("shash", "target_key")),),
     ),
+    # onnxruntime's latency for a model on a target (bcd_core/reference.py): the deployment
+    # alternative the dashboard and the report compare the tuned model with.
+    "reference": Table(
+        {"id": int, "model_hash": str, "target_key": str, "latency_s": float, "measured_at": str},
+        indexes=(Index(("model_hash", "target_key")),),
+    ),
     # Requests to a running session's engine from any process (the dashboard, attached or
     # not): pause, resume, stop and steering, taken by the engine's control channel
     # (bcd_core/tuning/channel.py) and marked applied once the tuner applied them.
@@ -182,7 +188,7 @@ TABLES: dict[str, Table] = {
     ),
 }
 # Tables added after schema v1's first release: created in older stores when they open.
-TABLES_ADDED_LATER = ("memory_used", "untuned", "control_requests", "engine_state")
+TABLES_ADDED_LATER = ("memory_used", "untuned", "control_requests", "engine_state", "reference")
 
 # Covering indexes for what viewers read per session (session_view): trial counts and best
 # latency per task without reading the trials' traces, and the latest round at once.

@@ -37,7 +37,7 @@ from bcd_core.records.sessions import SessionsMixin
 from bcd_core.records.store_base import MAX_DAMAGE_CHARS
 from bcd_core.records.timeline import TimelineMixin
 from bcd_core.records.trials import TrialsMixin
-from bcd_core.records.untuned import UntunedMixin
+from bcd_core.records.untuned import ReferenceMixin, UntunedMixin
 
 __all__ = [
     "APPLICATION_ID",
@@ -55,7 +55,7 @@ __all__ = [
 BUSY_TIMEOUT_MS = 5000  # read when a store opens, so tests can shorten it on this module
 
 
-class RecordStore(SessionsMixin, TrialsMixin, TimelineMixin, MemoryMixin, UntunedMixin, ControlMixin):
+class RecordStore(SessionsMixin, TrialsMixin, TimelineMixin, MemoryMixin, UntunedMixin, ReferenceMixin, ControlMixin):
     """Thread-safe access to one records file (one connection, serialized by a lock)."""
 
     def __init__(self, path: str | Path, create: bool = True, read_only: bool = False) -> None:

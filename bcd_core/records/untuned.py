@@ -1,4 +1,5 @@
-"""Untuned latencies kept per workload and target (bcd_core/untuned.py times them)."""
+"""Untuned latencies kept per workload and target (bcd_core/untuned.py times them), and
+onnxruntime's per model and target (bcd_core/reference.py)."""
 
 from __future__ import annotations
 
@@ -29,3 +30,22 @@ class UntunedMixin(StoreBase):
         ]
         with self.transaction() as db:
             db["untuned"].insert_all(rows)
+
+
+class ReferenceMixin(StoreBase):
+    """onnxruntime's latency per model and target, timed once."""
+
+    def reference_latency(self, model_hash: str, target_key: str) -> float | None:
+        if "reference" not in self.db.table_names():
+            return None
+        sql = "select latency_s from reference where model_hash = ? and target_key = ? order by id desc limit 1"
+        with self._lock:
+            rows = self.db.execute(sql, [model_hash, target_key]).fetchall()
+        return float(rows[0][0]) if rows else None
+
+    def record_reference(self, model_hash: str, target_key: str, latency_s: float) -> None:
+        if self.read_only:
+            return
+        row = {"model_hash": model_hash, "target_key": target_key, "latency_s": latency_s, "measured_at": now_iso()}
+        with self.transaction() as db:
+            db["reference"].insert(row)

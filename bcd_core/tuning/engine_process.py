@@ -25,7 +25,7 @@ from bcd_core.errors import BcdError
 from bcd_core.tuning.control import ControlRequest, RequestKind, TuningControl
 from bcd_core.tuning.settings import TuneSettings
 
-ENGINE_NICENESS = 5  # the engine yields the CPU to the window that shows it
+ENGINE_NICENESS = 10  # the engine yields the CPU to the window that shows it (nice 5 left stalls of 144 ms)
 LOG_TAIL_CHARS = 2000
 
 
@@ -100,6 +100,11 @@ class EngineProcess:
         except subprocess.TimeoutExpired:
             return False
         return True
+
+    def remove_files(self) -> None:
+        """The launch file and log of an engine that ended well: nothing to read in them."""
+        for path in (self.launch_path, self.log_path):
+            path.unlink(missing_ok=True)
 
     def log_tail(self) -> str:
         try:

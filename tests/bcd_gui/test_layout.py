@@ -113,3 +113,15 @@ def test_the_trees_numbers_are_not_cut_at_the_minimum_size(qtbot, window, tiny_c
             texts += [str(model.index(r, column, parent).data() or "") for r in range(model.rowCount(parent))]
         widest = max(metrics.horizontalAdvance(text) for text in texts)
         assert tree.columnWidth(column) >= widest, (column, texts)
+
+
+def test_columns_fitted_before_tuning_hold_the_numbers_that_come(qtbot, window, tiny_convnet: Path) -> None:
+    """Columns are fitted when a model opens (no numbers yet) and not re-measured each round:
+    a best latency and a speedup that arrive later must still fit."""
+    open_and_wait(qtbot, window, tiny_convnet)
+    window.resize(1024, 700)
+    qtbot.wait(200)
+    window.workspace.resize_columns()
+    metrics = window.tree.fontMetrics()
+    for column, text in ((2, "123.456 ms"), (3, "1234.5x"), (1, "1024")):
+        assert window.tree.columnWidth(column) >= metrics.horizontalAdvance(text), (column, text)

@@ -94,6 +94,30 @@ def test_the_latency_plot_says_why_it_is_empty(qtbot) -> None:
     tasks[0].best_s = 1e-3
     empty = SessionSnapshot(session={"id": 1, "model_name": "m"}, tasks=tasks, clusters=[], timeline=[], metrics=[])
     plot.update_view(empty)
-    assert "(1/3)" in plot.widget.getPlotItem().titleLabel.text
+    assert "(1/3 tasks measured)" in plot.widget.getPlotItem().titleLabel.text
     plot.update_view(snapshot(1, "m", [(1.0, 2e-3)]))
     assert plot.widget.getPlotItem().titleLabel.text == ModelLatencyPlot.TITLE
+
+
+def test_onnxruntime_is_a_line_to_reach_named_in_the_legend(qtbot) -> None:
+    plot = ModelLatencyPlot()
+    qtbot.addWidget(plot)
+    plot.set_reference(1.5e-3)
+    assert not any(name.startswith("onnxruntime") for name in plot.legend_names())  # no session drawn yet
+    plot.update_view(snapshot(1, "a.onnx", [(60.0, 4e-3), (300.0, 3e-3)]))
+    assert plot.legend_names().count("onnxruntime 1.5 ms") == 1
+    xs, ys = plot.reference_curve.getData()
+    assert list(ys) == [1.5, 1.5] and xs[-1] == 5.0  # across the session's minutes
+    plot.update_view(snapshot(1, "a.onnx", [(60.0, 4e-3), (600.0, 2e-3)]))
+    assert plot.legend_names().count("onnxruntime 1.5 ms") == 1
+    plot.set_reference(None)
+    assert not any(name.startswith("onnxruntime") for name in plot.legend_names())
+
+
+def test_titles_drawn_after_a_theme_switch_follow_it(qtbot, window) -> None:
+    """The latency plot sets its title on every update: after a switch to dark it must be
+    drawn in the dark theme's colour, not the light one it was built with."""
+    window.set_theme("dark")
+    window.latency_plot.update_view(snapshot(1, "a.onnx", [(60.0, 4e-3)]))
+    title = window.latency_plot.widget.getPlotItem().titleLabel
+    assert QColor(title.opts["color"]).name() == QColor(DARK.foreground).name()

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 from conftest import open_and_wait
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
+from PySide6.QtWidgets import QMessageBox
 from window_helpers import error_dialog_text
 
 from bcd_core.records.store import RecordStore
@@ -168,6 +170,25 @@ def test_sessions_list_reopens_and_resumes_a_stored_session(qtbot, window, tiny_
     assert window.snapshot.session_id == 1 and window.snapshot.trials_done == 4 * len(window.snapshot.tasks)
 
 
+@pytest.mark.slow
+def test_resuming_a_session_killed_after_its_last_trial_completes_it(qtbot, window, tiny_mlp: Path, tmp_path):
+    """An engine killed after its last trial leaves nothing to tune: resumed, its engine opens
+    the session and leaves at once, quicker than the window polls; that is no crash."""
+    from bcd_core.target import host_target
+    from bcd_core.tuning.tune import run_session
+
+    db = tmp_path / "records.db"
+    run_session(tiny_mlp, db, host_target(), TuneSettings(trials_per_task=2, trials_per_round=2))
+    with closing(RecordStore(db)) as store:
+        store.db["sessions"].update(1, {"status": "interrupted"})
+    open_and_wait(qtbot, window, tiny_mlp)
+    window.sessions.table.selectRow(0)
+    with qtbot.waitSignal(window.tuneFinished, timeout=300_000) as finished:
+        window.sessions.resume_button.click()
+    assert finished.args[0] == "completed"
+    assert not window.findChildren(QMessageBox, "errorDialog")
+
+
 def test_launcher_parses_its_options() -> None:
     result = subprocess.run([sys.executable, "-m", "bcd_gui", "--version"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "bcd-gui" in result.stdout
@@ -224,8 +245,9 @@ def test_a_session_that_drew_on_memory_says_so(qtbot, window, tmp_path: Path) ->
 
 
 @pytest.mark.slow
-def test_requests_made_before_tune_apply_when_it_starts(qtbot, window, tiny_mlp: Path) -> None:
-    """Skip a task and cap another before pressing Tune: the tune starts with both applied."""
+def test_requests_made_before_tune_apply_when_it_starts(qtbot, window, tiny_mlp: Path, tmp_path: Path) -> None:
+    """Skip a task and cap another before pressing Tune: the tune starts with both applied; the
+    session exports with the skipped task untuned, and resumes to tune it."""
     preview = open_and_wait(qtbot, window, tiny_mlp)
     skipped, capped = preview.tasks[-1].index, preview.tasks[0].index
     assert window.window_actions.skip_action.isEnabled()  # steering is offered before Tune
@@ -248,7 +270,14 @@ def test_requests_made_before_tune_apply_when_it_starts(qtbot, window, tiny_mlp:
     assert snapshot.task(capped).trials <= 2 + 2  # capped at 2 (one batch of 2 may be in flight)
     assert not window.status_line.pending_label.isVisible()
 
-    # The skipped task never measured: the finished session can be resumed to tune it.
+    # The skipped task never measured: the model still exports, that task compiled untuned.
+    with qtbot.waitSignal(window.exportFinished, timeout=300_000) as exported:
+        window.export_module(tmp_path / "skipped.so")
+    result = exported.args[0]
+    assert result.path.is_file() and result.check.matches
+    assert result.untuned == [preview.task(skipped).name]
+
+    # ... and the finished session can be resumed to tune it.
     window.sessions.table.selectRow(0)
     assert window.sessions.resume_button.isEnabled()
     with qtbot.waitSignal(window.tuneFinished, timeout=300_000) as resumed:
@@ -256,3 +285,22 @@ def test_requests_made_before_tune_apply_when_it_starts(qtbot, window, tiny_mlp:
     assert resumed.args[0] == "completed"
     assert window.snapshot.session_id == snapshot.session_id
     assert window.snapshot.task(skipped).trials > 0 and window.snapshot.estimated_latency_s is not None
+
+
+@pytest.mark.slow
+def test_onnxruntime_is_timed_as_the_reference_but_not_while_tuning(qtbot, window, tiny_mlp: Path) -> None:
+    """A reference timed beside a tune would be wrong (and kept) and would slow the tune: it
+    waits for the tune's end, then shows in the overview and as a line in the latency plot."""
+    open_and_wait(qtbot, window, tiny_mlp)
+    store = RecordStore(window.db_path)
+    timed_while_tuning: list[int] = []
+    window.tuneFinished.connect(lambda _status: timed_while_tuning.append(store.db["reference"].count))
+    window.start_tune(TuneSettings(trials_per_task=8, trials_per_round=2), "llvm", new_session=True)
+    qtbot.waitUntil(lambda: bool(window.untuned), timeout=120_000)  # the untuned timing is done
+    with qtbot.waitSignal(window.tuneFinished, timeout=300_000):
+        pass
+    assert timed_while_tuning[0] == 0
+    qtbot.waitUntil(lambda: window.reference_s is not None, timeout=60_000)
+    assert store.db["reference"].count == 1
+    assert "x its time" in window.overview.values["reference"].text()
+    assert any(name.startswith("onnxruntime") for name in window.latency_plot.legend_names())

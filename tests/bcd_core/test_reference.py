@@ -1,0 +1,61 @@
+"""onnxruntime as the reference: timed once per model and target with real onnxruntime, kept
+in the store, shown in the report; never for a GPU target."""
+
+from __future__ import annotations
+
+import json
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from bcd_core import reference
+from bcd_core.model_import import import_model
+from bcd_core.records.store import RecordStore
+from bcd_core.reference import stored_reference
+from bcd_core.report import write_report
+from bcd_core.target import host_target, parse_target, target_key
+
+
+def test_onnxruntime_is_timed_once_per_model_and_target(tmp_path: Path, tiny_mlp: Path, monkeypatch) -> None:
+    target = host_target()
+    model_hash = import_model(tiny_mlp).sha256
+    with closing(RecordStore(tmp_path / "r.db")) as store:
+        first = stored_reference(store, tiny_mlp, model_hash, target)
+        assert first is not None and 0 < first < 1.0
+        assert store.reference_latency(model_hash, target_key(target)) == first
+
+        def not_again(*_args, **_kwargs):
+            raise AssertionError("timed again")
+
+        monkeypatch.setattr(reference, "time_onnxruntime_s", not_again)
+        assert stored_reference(store, tiny_mlp, model_hash, target) == first
+        gpu = parse_target("nvidia/nvidia-h100")
+        assert stored_reference(store, tiny_mlp, model_hash, gpu) is None  # CPU onnxruntime says nothing of a GPU
+
+
+def test_a_model_onnxruntime_cannot_run_has_no_reference(tmp_path: Path, tiny_mlp: Path, monkeypatch) -> None:
+    def fails(*_args, **_kwargs):
+        raise RuntimeError("unsupported operator")
+
+    monkeypatch.setattr(reference, "time_onnxruntime_s", fails)
+    with closing(RecordStore(tmp_path / "r.db")) as store:
+        assert stored_reference(store, tiny_mlp, "hash", host_target()) is None
+        assert store.db["reference"].count == 0
+
+
+@pytest.mark.slow
+def test_the_report_compares_the_tuned_model_with_onnxruntime(tmp_path: Path, tiny_mlp: Path) -> None:
+    from bcd_core.tuning.settings import TuneSettings
+    from bcd_core.tuning.tune import run_session
+
+    db = tmp_path / "r.db"
+    target = host_target()
+    run = run_session(tiny_mlp, db, target, TuneSettings(trials_per_task=4, trials_per_round=2))
+    with closing(RecordStore(db)) as store:
+        files = write_report(store, run.session_id, tmp_path / "report")  # times it: the model is there
+        latency = store.reference_latency(run.prepared.imported.sha256, target_key(target))
+    saved = json.loads(files.json.read_text())
+    assert latency is not None and saved["onnxruntime_latency_s"] == latency
+    page = files.html.read_text()
+    assert "onnxruntime" in page and "x its time" in page
