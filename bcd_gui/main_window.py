@@ -233,8 +233,8 @@ class MainWindow(QMainWindow):
     def open_store(self, path: str | Path) -> None:
         self.models.open_store(path)
 
-    def show_snapshot(self, snapshot: SessionSnapshot) -> None:
-        self.session_view.show_snapshot(snapshot)
+    def show_snapshot(self, snapshot: SessionSnapshot, staged: bool = False) -> None:
+        self.session_view.show_snapshot(snapshot, staged)
 
     def resume_session(self, session_id: int) -> None:
         self.session_view.resume_session(session_id)

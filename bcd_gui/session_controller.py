@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+
+from PySide6.QtCore import QTimer
 
 from bcd_core.errors import BcdError
 from bcd_core.records.states import SessionStatus
@@ -24,6 +27,8 @@ from bcd_gui.cluster_model import describe_pending
 from bcd_gui.host import Controller, WindowHost
 from bcd_gui.plots import TaskCurvesPlot
 
+STAGE_MS = 25  # between the staged plot updates of a live round: each gets a repaint of its own
+
 
 class SessionController(Controller):
     """Reads the window's records store (`win.reader`) and shows what it holds."""
@@ -33,6 +38,7 @@ class SessionController(Controller):
         # The stock run each session is compared with, by (store path, session id).
         self.baselines: dict[tuple[str, int], Baseline | None] = {}
         self.overlays: list[int] = []  # sessions of the open store drawn beside the shown one
+        self._generation = 0  # counts snapshots shown, so a staged plot drawn late is skipped
 
     def toggle_overlay(self, session_id: int) -> None:
         """Draw (or stop drawing) a session's estimate in the latency plot, to compare runs."""
@@ -91,22 +97,45 @@ class SessionController(Controller):
         if win.worker is None and win.reader.engine_running(session_id):
             win.attach(session_id)  # tuned right now elsewhere: follow it live
 
-    def show_snapshot(self, snapshot: SessionSnapshot) -> None:
+    def show_snapshot(self, snapshot: SessionSnapshot, staged: bool = False) -> None:
+        """Show a snapshot everywhere. `staged` (a live tune's rounds): the tree, panels and
+        status now, each plot in a later turn of the event loop, so no single turn has to
+        repaint the whole window (which, on 2 cores shared with the engine, took over 100 ms)."""
         win = self.win
         win.snapshot = snapshot
         win.tree_model.set_snapshot(snapshot)
         self.show_pending()
         win.overview.show_snapshot(snapshot, win.untuned, win.reference_s)
+        win.update_status()
+        self._generation += 1
+        stages = (self._draw_latency, self._draw_cost_model, self.refresh_task_views)
+        for position, draw in enumerate(stages, 1):
+            if staged:
+                generation = self._generation
+                QTimer.singleShot(position * STAGE_MS, lambda d=draw, g=generation: self._draw_if_current(d, g))
+            else:
+                draw()
+        win.snapshotShown.emit(snapshot)
+
+    def _draw_if_current(self, draw: Callable[[], None], generation: int) -> None:
+        if generation == self._generation:  # a newer snapshot has its own turns coming
+            draw()
+
+    def _draw_latency(self) -> None:
+        win = self.win
+        if win.snapshot is None:
+            return
         win.latency_plot.set_reference(win.reference_s)
-        baseline = self.baseline(snapshot)
-        win.latency_plot.update_view(snapshot, baseline)
+        win.latency_plot.update_view(win.snapshot, self.baseline(win.snapshot))
         if self.overlays:
             self.show_overlays()
-        predictions = latest_round_predictions(win.reader, snapshot.session_id) if win.reader else []
-        win.cost_plot.update_view(snapshot.metrics, predictions)
-        self.refresh_task_views()
-        win.update_status()
-        win.snapshotShown.emit(snapshot)
+
+    def _draw_cost_model(self) -> None:
+        win = self.win
+        if win.snapshot is None:
+            return
+        predictions = latest_round_predictions(win.reader, win.snapshot.session_id) if win.reader else []
+        win.cost_plot.update_view(win.snapshot.metrics, predictions)
 
     def show_pending(self) -> None:
         """The steering requests not applied yet: on their rows, and counted in the status bar."""

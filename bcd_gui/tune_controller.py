@@ -133,7 +133,7 @@ class TuneController(Controller):
         if not win.workspace.showing_results():
             win.workspace.show_results()
         first = win.snapshot is None or win.snapshot.session_id != snapshot.session_id
-        win.show_snapshot(snapshot)
+        win.show_snapshot(snapshot, staged=not first)
         if first:
             win.tree.expandAll()
             win.workspace.resize_columns()
