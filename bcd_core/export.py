@@ -151,14 +151,6 @@ def onnxruntime_runner(model: onnx.ModelProto, inputs: dict[str, np.ndarray], th
     return Runner(lambda: session.run(None, inputs), [np.asarray(o) for o in session.run(None, inputs)])
 
 
-def run_library(
-    library_path: str | Path, inputs: dict[str, np.ndarray], runs: int = RUNS, device: str = "cpu"
-) -> LatencyResult:
-    """Load an exported module, run it on `inputs` and time it (bcd_core/timing.py)."""
-    runner = library_runner(library_path, inputs, device)
-    return LatencyResult(time_runs(runner.run, runs), runner.outputs)
-
-
 def run_onnxruntime(
     model: onnx.ModelProto, inputs: dict[str, np.ndarray], runs: int = RUNS, threads: int | None = None
 ) -> LatencyResult:

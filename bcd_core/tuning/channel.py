@@ -5,7 +5,8 @@ the disk) runs a `ControlChannel`: a thread that hands requests written to the s
 `control_requests` table to the run's in-process `TuningControl` (applied at the next round
 boundary, as before), marks them applied once the tuner took them, and keeps the store's
 `engine_state` row (paused, heartbeat) fresh. `RemoteControl` is the other end: the same
-methods as `TuningControl`, for any process that can open the store.
+steering methods as `TuningControl` (both are `SteeringRequests`), for any process that can
+open the store.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from bcd_core.errors import BcdError
 from bcd_core.records.store import RecordStore
-from bcd_core.tuning.control import ControlRequest, RequestKind, TuningControl
+from bcd_core.tuning.control import ControlRequest, RequestKind, SteeringRequests, TuningControl
 from bcd_core.tuning.events import SessionPaused, TuneEvent
 
 log = logging.getLogger("bcd.tuning")
@@ -96,7 +97,7 @@ class ControlChannel:
         store.write_engine_state(self.session_id, self.token, self._paused_at_boundary)
 
 
-class RemoteControl:
+class RemoteControl(SteeringRequests):
     """Steer the session an engine runs, from any process, through the store. Until `bind`
     names the session (the engine has not opened it yet) requests wait here."""
 
@@ -144,34 +145,10 @@ class RemoteControl:
         """Whether the user asked for a pause (the engine pauses at its next round boundary)."""
         return self._paused
 
-    # -- steering (same as TuningControl) ---------------------------------------------------
-    def _steer(self, kind: RequestKind, **args: Any) -> ControlRequest:
+    # -- steering (SteeringRequests' methods send through the store) --------------------------
+    def _request(self, kind: RequestKind, **args: Any) -> ControlRequest:
         self._send(str(kind), args)
         return ControlRequest(kind, args)
-
-    def set_cluster_priority(self, cluster_keys: list[str]) -> ControlRequest:
-        return self._steer(RequestKind.PRIORITY, order=list(cluster_keys))
-
-    def set_task_budget(self, task_index: int, trials: int) -> ControlRequest:
-        return self._steer(RequestKind.TASK_BUDGET, task=task_index, trials=int(trials))
-
-    def set_cluster_budget(self, cluster_key: str, trials: int) -> ControlRequest:
-        return self._steer(RequestKind.CLUSTER_BUDGET, cluster=cluster_key, trials=int(trials))
-
-    def set_total_budget(self, trials: int) -> ControlRequest:
-        return self._steer(RequestKind.TOTAL_BUDGET, trials=int(trials))
-
-    def skip_task(self, task_index: int) -> ControlRequest:
-        return self._steer(RequestKind.SKIP, task=task_index)
-
-    def unskip_task(self, task_index: int) -> ControlRequest:
-        return self._steer(RequestKind.UNSKIP, task=task_index)
-
-    def move_task(self, task_index: int, cluster_key: str | None) -> ControlRequest:
-        return self._steer(RequestKind.MOVE, task=task_index, cluster=cluster_key)
-
-    def set_representative(self, cluster_key: str, task_index: int) -> ControlRequest:
-        return self._steer(RequestKind.REPRESENTATIVE, cluster=cluster_key, task=task_index)
 
     def pending(self) -> list[ControlRequest]:
         """Steering requests the engine has not applied yet."""

@@ -37,7 +37,43 @@ class ControlRequest:
         return f"{self.kind}({details})"
 
 
-class TuningControl:
+class SteeringRequests:
+    """The steering requests a tune takes, one method each; `_request` says where they go (the
+    in-process queue of TuningControl, or the store for RemoteControl)."""
+
+    def _request(self, kind: RequestKind, **args: Any) -> ControlRequest:
+        raise NotImplementedError
+
+    def set_cluster_priority(self, cluster_keys: list[str]) -> ControlRequest:
+        """Clusters in the order to tune them (keys not listed keep their relative order after)."""
+        return self._request(RequestKind.PRIORITY, order=list(cluster_keys))
+
+    def set_task_budget(self, task_index: int, trials: int) -> ControlRequest:
+        return self._request(RequestKind.TASK_BUDGET, task=task_index, trials=int(trials))
+
+    def set_cluster_budget(self, cluster_key: str, trials: int) -> ControlRequest:
+        """Per-task trial cap for every task of the cluster."""
+        return self._request(RequestKind.CLUSTER_BUDGET, cluster=cluster_key, trials=int(trials))
+
+    def set_total_budget(self, trials: int) -> ControlRequest:
+        return self._request(RequestKind.TOTAL_BUDGET, trials=int(trials))
+
+    def skip_task(self, task_index: int) -> ControlRequest:
+        return self._request(RequestKind.SKIP, task=task_index)
+
+    def unskip_task(self, task_index: int) -> ControlRequest:
+        """Tune a skipped task again, within its budget."""
+        return self._request(RequestKind.UNSKIP, task=task_index)
+
+    def move_task(self, task_index: int, cluster_key: str | None) -> ControlRequest:
+        """Put a task into another cluster; None makes it a singleton."""
+        return self._request(RequestKind.MOVE, task=task_index, cluster=cluster_key)
+
+    def set_representative(self, cluster_key: str, task_index: int) -> ControlRequest:
+        return self._request(RequestKind.REPRESENTATIVE, cluster=cluster_key, task=task_index)
+
+
+class TuningControl(SteeringRequests):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._running = threading.Event()
@@ -82,34 +118,6 @@ class TuningControl:
         with self._lock:
             self._pending.append(request)
         return request
-
-    def set_cluster_priority(self, cluster_keys: list[str]) -> ControlRequest:
-        """Clusters in the order to tune them (keys not listed keep their relative order after)."""
-        return self._request(RequestKind.PRIORITY, order=list(cluster_keys))
-
-    def set_task_budget(self, task_index: int, trials: int) -> ControlRequest:
-        return self._request(RequestKind.TASK_BUDGET, task=task_index, trials=int(trials))
-
-    def set_cluster_budget(self, cluster_key: str, trials: int) -> ControlRequest:
-        """Per-task trial cap for every task of the cluster."""
-        return self._request(RequestKind.CLUSTER_BUDGET, cluster=cluster_key, trials=int(trials))
-
-    def set_total_budget(self, trials: int) -> ControlRequest:
-        return self._request(RequestKind.TOTAL_BUDGET, trials=int(trials))
-
-    def skip_task(self, task_index: int) -> ControlRequest:
-        return self._request(RequestKind.SKIP, task=task_index)
-
-    def unskip_task(self, task_index: int) -> ControlRequest:
-        """Tune a skipped task again, within its budget."""
-        return self._request(RequestKind.UNSKIP, task=task_index)
-
-    def move_task(self, task_index: int, cluster_key: str | None) -> ControlRequest:
-        """Put a task into another cluster; None makes it a singleton."""
-        return self._request(RequestKind.MOVE, task=task_index, cluster=cluster_key)
-
-    def set_representative(self, cluster_key: str, task_index: int) -> ControlRequest:
-        return self._request(RequestKind.REPRESENTATIVE, cluster=cluster_key, task=task_index)
 
     def pending(self) -> list[ControlRequest]:
         with self._lock:
