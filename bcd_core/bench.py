@@ -292,8 +292,9 @@ def plot_timelines(report: BenchReport, path: Path) -> None:
         axis.annotate(
             f"BCD reaches the baseline's final latency\nspeedup t_b / t_d = {report.speedup:.2f}x",
             (report.bcd_time_s / 60, report.baseline_final_s * 1e3),
-            xytext=(-230, 40),
-            textcoords="offset points",
+            # Inside the axes wherever the crossing is (an offset left the text over the y label).
+            xytext=(0.3, 0.75),
+            textcoords="axes fraction",
             fontsize=9,
             arrowprops={"arrowstyle": "->", "color": "#1f77b4"},
         )

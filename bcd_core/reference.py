@@ -55,11 +55,16 @@ def stored_reference(
     return latency
 
 
+def known_session_reference(store: RecordStore, session: dict) -> float | None:
+    """onnxruntime's latency for a stored session's model if the store has it (never timed)."""
+    return known_reference(store, session["model_hash"], session_target(session))
+
+
 def session_reference(store: RecordStore, session: dict) -> float | None:
     """onnxruntime's latency for a stored session's model: from the store, or timed now when the
     session's model file is still where it was tuned (unchanged). None when it cannot be had."""
     target = session_target(session)
-    known = store.reference_latency(session["model_hash"], target_key(target))
+    known = known_session_reference(store, session)
     if known is not None or is_gpu(target):
         return known
     try:

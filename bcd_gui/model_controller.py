@@ -8,7 +8,7 @@ from typing import Any
 
 from bcd_core.errors import BcdError
 from bcd_core.records.store import RecordStore
-from bcd_core.reference import known_reference, stored_reference
+from bcd_core.reference import known_reference, known_session_reference, stored_reference
 from bcd_core.session_view import preview_snapshot
 from bcd_core.target import parse_target
 from bcd_core.tuning.control import TuningControl
@@ -57,6 +57,7 @@ class ModelController(Controller):
         win.fixed_db = win.db_path = path
         win.model_path = win.model_hash = None
         win.untuned = {}
+        win.overview.untuned_waiting = "open the model to measure it"
         win.reference_s = None
         win.pending_control = TuningControl()
         if not win.open_reader() or win.reader is None:
@@ -68,7 +69,10 @@ class ModelController(Controller):
             win.update_actions()
             return
         running = [s["id"] for s in sessions if win.reader.engine_running(s["id"])]
-        win.show_session(running[-1] if running else sessions[-1]["id"])
+        shown = next(s for s in sessions if s["id"] == (running[-1] if running else sessions[-1]["id"]))
+        win.show_session(shown["id"])
+        # Without the model file nothing is timed here; a reference timed earlier is shown.
+        self._reference_measured(known_session_reference(win.reader, shown))
         if not running:
             win.status_text.setText(
                 f"{path.name}: {len(sessions)} session(s); open a session's model to tune or resume it"
@@ -110,6 +114,7 @@ class ModelController(Controller):
         win.db_path = win.fixed_db or DEFAULT_RUNS_DIR / f"{path.stem}.db"
         win.setWindowTitle(f"{path.name} - bcd   [{win.db_path}]")
         win.untuned = {}
+        win.overview.untuned_waiting = "measuring..."
         win.reference_s = None
         self._target, self._shapes = prepared.target, shapes  # for timing onnxruntime
         win.tree_model.set_untuned({})

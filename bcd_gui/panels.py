@@ -170,6 +170,9 @@ class OverviewPanel(QWidget):
         grid.setColumnStretch(1, 1)
         for value in self.values.values():
             value.setWordWrap(True)  # a narrow panel wraps rather than cuts
+        # What the untuned estimate reads until it is known: nothing times it for a store
+        # opened without its model file.
+        self.untuned_waiting = "measuring..."
 
     def show_snapshot(
         self, snapshot: SessionSnapshot, untuned: dict[int, float], reference_s: float | None = None
@@ -187,7 +190,7 @@ class OverviewPanel(QWidget):
         self.values["tasks"].setText(str(len(tasks)))
         self.values["clusters"].setText(f"{len(snapshot.clusters)} ({multi} with members)")
         self.values["flops"].setText(format_flops(sum(t.flops * t.weight for t in tasks)))
-        self.values["untuned"].setText("measuring..." if untuned_total is None else format_latency(untuned_total))
+        self.values["untuned"].setText(self.untuned_waiting if untuned_total is None else format_latency(untuned_total))
         measured = sum(1 for t in tasks if t.best_s is not None)
         text = (
             format_latency(estimate)

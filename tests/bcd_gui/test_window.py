@@ -288,9 +288,10 @@ def test_requests_made_before_tune_apply_when_it_starts(qtbot, window, tiny_mlp:
 
 
 @pytest.mark.slow
-def test_onnxruntime_is_timed_as_the_reference_but_not_while_tuning(qtbot, window, tiny_mlp: Path) -> None:
+def test_onnxruntime_is_timed_as_the_reference_but_not_while_tuning(qtbot, window, tiny_mlp: Path, qsettings) -> None:
     """A reference timed beside a tune would be wrong (and kept) and would slow the tune: it
-    waits for the tune's end, then shows in the overview and as a line in the latency plot."""
+    waits for the tune's end, then shows in the overview and as a line in the latency plot;
+    a window that opens the store alone (no model file) shows the one kept."""
     open_and_wait(qtbot, window, tiny_mlp)
     store = RecordStore(window.db_path)
     timed_while_tuning: list[int] = []
@@ -304,3 +305,13 @@ def test_onnxruntime_is_timed_as_the_reference_but_not_while_tuning(qtbot, windo
     assert store.db["reference"].count == 1
     assert "x its time" in window.overview.values["reference"].text()
     assert any(name.startswith("onnxruntime") for name in window.latency_plot.legend_names())
+
+    from bcd_gui.main_window import MainWindow
+
+    attached = MainWindow(db_path=window.db_path, settings=qsettings)
+    qtbot.addWidget(attached)
+    attached.open_store(window.db_path)
+    assert attached.reference_s == pytest.approx(window.reference_s)
+    assert "x its time" in attached.overview.values["reference"].text()
+    assert attached.overview.values["untuned"].text() == "open the model to measure it"  # nothing times it
+    assert any(name.startswith("onnxruntime") for name in attached.latency_plot.legend_names())
