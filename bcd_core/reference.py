@@ -64,7 +64,7 @@ def session_reference(store: RecordStore, session: dict) -> float | None:
     """onnxruntime's latency for a stored session's model: from the store, or timed now when the
     session's model file is still where it was tuned (unchanged). None when it cannot be had."""
     target = session_target(session)
-    known = known_session_reference(store, session)
+    known = known_reference(store, session["model_hash"], target)
     if known is not None or is_gpu(target):
         return known
     try:

@@ -21,7 +21,8 @@ from bcd_core.tasks import Task
 log = logging.getLogger("bcd.untuned")
 
 
-def _arguments(task: Task, device: tvm.runtime.Device) -> list[tvm.runtime.Tensor]:
+def standard_normal_arguments(task: Task, device: tvm.runtime.Device) -> list[tvm.runtime.Tensor]:
+    """The task's buffers: floats standard normal (as activations are), integers zero (in bounds)."""
     rng = np.random.default_rng(task.index)
     arguments = []
     for shape, dtype in zip(task.shapes, task.dtypes):  # the PrimFunc's buffers, in order
@@ -38,7 +39,7 @@ def measure_task_untuned(task: Task, target: Target, repeat: int = 3) -> float:
     library = tvm.compile(task.mod, target=target).mod  # the runtime module behind the Executable
     device = tvm.cpu(0)
     timer = library.time_evaluator("main", device, number=1, repeat=repeat)
-    return float(np.median(timer(*_arguments(task, device)).results))
+    return float(np.median(timer(*standard_normal_arguments(task, device)).results))
 
 
 def measure_untuned(

@@ -68,8 +68,8 @@ class ModelController(Controller):
             win.status_text.setText(f"{path.name} holds no tuning session yet")
             win.update_actions()
             return
-        running = [s["id"] for s in sessions if win.reader.engine_running(s["id"])]
-        shown = next(s for s in sessions if s["id"] == (running[-1] if running else sessions[-1]["id"]))
+        running = [s for s in sessions if win.reader.engine_running(s["id"])]
+        shown = running[-1] if running else sessions[-1]
         win.show_session(shown["id"])
         # Without the model file nothing is timed here; a reference timed earlier is shown.
         self._reference_measured(known_session_reference(win.reader, shown))

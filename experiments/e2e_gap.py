@@ -38,7 +38,7 @@ from bcd_core.records.store import RecordStore
 from bcd_core.target import target_key
 from bcd_core.tasks import Task, extract_tasks
 from bcd_core.timing import time_runs
-from bcd_core.untuned import _arguments as normal_arguments
+from bcd_core.untuned import standard_normal_arguments
 
 NO_OP = 0  # VMInstrumentReturnKind: run the call as usual
 
@@ -130,7 +130,7 @@ def alone_us(task: Task, database: SqliteDatabase, target, flush: bool, repeat: 
         repeat=repeat,
         f_preproc="cache_flush_cpu_non_first_arg" if flush else "",
     )
-    return statistics.median(timer(*normal_arguments(task, dev)).results) * 1e6
+    return statistics.median(timer(*standard_normal_arguments(task, dev)).results) * 1e6
 
 
 def alone_columns(model_mod, database: SqliteDatabase, target) -> dict[str, tuple[float, float]]:
