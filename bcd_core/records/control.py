@@ -8,6 +8,7 @@ import json
 import os
 import socket
 import time
+from pathlib import Path
 from typing import Any
 
 from bcd_core.records.states import SessionStatus
@@ -95,10 +96,20 @@ class ControlMixin(StoreBase):
 
 
 def process_alive(pid: int) -> bool:
+    """Whether `pid` runs on this host. A killed engine whose parent died too stays a zombie
+    until init reaps it (seconds in some containers): dead, though the pid still answers."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # no /proc (macOS) or gone meanwhile
+        return False
+    return stat.rpartition(")")[2].split()[:1] in (["Z"], ["X"])  # the name may hold spaces or ")"

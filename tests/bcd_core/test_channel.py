@@ -72,6 +72,13 @@ def test_requests_left_from_an_earlier_run_are_not_replayed(tmp_path: Path) -> N
         channel.close()
 
 
+def _wait_until_zombie(pid: int) -> None:
+    stat = Path(f"/proc/{pid}/stat")
+    deadline = time.time() + 10
+    while stat.exists() and stat.read_text().rpartition(")")[2].split()[0] != "Z" and time.time() < deadline:
+        time.sleep(0.01)
+
+
 def test_a_running_session_is_live_only_while_its_engine_process_is(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     session_id = _store_with_session(db)
@@ -87,6 +94,9 @@ def test_a_running_session_is_live_only_while_its_engine_process_is(tmp_path: Pa
                 tx["engine_state"].update(session_id, {"pid": engine.pid})
             assert store.engine_running(session_id)
             engine.kill()
+            _wait_until_zombie(engine.pid)
+            # Killed, not reaped yet (as when init reaps an orphan late): dead all the same.
+            assert not store.engine_running(session_id)
             engine.wait()
             assert not store.engine_running(session_id)  # killed: shown as not running, resumable
         finally:
