@@ -27,6 +27,7 @@ REPRESENTATIVE_RULES = ("similar", "heaviest")  # values of clustering.Represent
 LATE_COST_MODELS = ("metaschedule", "shared")
 FIRST_ROUNDS = ("ranked", "stock")  # the default first
 SEARCH_SEEDS = ("own", "all")  # the default first
+MEMBER_FIRST_ROUNDS = ("half", "full")  # the default first
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
 
 
@@ -130,6 +131,15 @@ OPTIONS: tuple[Option, ...] = (
         "(diffused programs compete in their share of a round without steering it), or all its best records",
         "--search-seeds",
         choices=SEARCH_SEEDS,
+        identity_of=(SEEDED,),
+    ),
+    Option(
+        "member_first_round",
+        Level.RESEARCH,
+        "size of the first round of a task that received programs from its cluster or the tuning memory: "
+        "half a round (its diffused programs and as many picks of its own) or a full one",
+        "--member-first-round",
+        choices=MEMBER_FIRST_ROUNDS,
         identity_of=(SEEDED,),
     ),
     Option(

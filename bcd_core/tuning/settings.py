@@ -10,6 +10,7 @@ from bcd_core.tuning.options import (
     CLUSTER_MODES,
     FIRST_ROUNDS,
     LATE_COST_MODELS,
+    MEMBER_FIRST_ROUNDS,
     PHASED,
     PRIOR_SOURCES,
     REPRESENTATIVE_RULES,
@@ -30,7 +31,7 @@ AUTO_CLUSTER_PRIORS_MIN_TASKS = 8
 # ran with (not today's default): it resumes with that value, and a tune that asks for that
 # value finds it (TuningRun._open_session).
 IDENTITY_ADDED_LATER: dict[str, dict[str, Any]] = {
-    SEEDED: {"search_seeds": "all"},
+    SEEDED: {"search_seeds": "all", "member_first_round": "full"},
     PHASED: {
         "representative_rule": "similar",
         "split_heavier_than": 0.0,
@@ -122,6 +123,11 @@ class TuneSettings:
     # search (one that is merely good enough otherwise holds the search in its basin); "all":
     # every best record of the task, diffused ones included.
     search_seeds: str = SEARCH_SEEDS[0]
+    # "bcd": how large the first round of a task that received diffused programs is. "half":
+    # those programs and as many picks of its own, half a round, so the first round robin (and
+    # with it the model's first full estimate) ends sooner and the gradient rule spends the
+    # rest where it pays; "full": a whole round, as every other task.
+    member_first_round: str = MEMBER_FIRST_ROUNDS[0]
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -146,6 +152,8 @@ class TuneSettings:
             raise ValueError(f"search seeds must be one of {', '.join(SEARCH_SEEDS)}")
         if self.first_round not in FIRST_ROUNDS:
             raise ValueError(f"first round must be one of {', '.join(FIRST_ROUNDS)}")
+        if self.member_first_round not in MEMBER_FIRST_ROUNDS:
+            raise ValueError(f"member first round must be one of {', '.join(MEMBER_FIRST_ROUNDS)}")
         if not 0 <= self.diffusion_share <= 0.5:
             raise ValueError("the diffusion share must be between 0 (off) and 0.5 of a round")
         if self.cluster_mode not in CLUSTER_MODES:

@@ -13,7 +13,13 @@ from bcd_core.cost_model.phased import python_model
 from bcd_core.records.store import RecordStore
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import RoundFinished, SessionMessage, SessionPaused
-from bcd_core.tuning.seeded import DIFFUSION_MISSES, SeededPlan, first_round_order, task_gradient
+from bcd_core.tuning.seeded import (
+    DIFFUSION_MISSES,
+    SeededPlan,
+    first_round_order,
+    own_first_picks,
+    task_gradient,
+)
 from bcd_core.tuning.session import prepare_model
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.tune import run_session
@@ -98,6 +104,30 @@ def test_diffused_candidates_join_member_rounds_with_provenance(seeded, layout) 
         assert trial["adaptation"]
     provenance = [rows[m] for m in conv.followers() if rows[m]["diffused_best_s"] is not None]
     assert provenance and all(row["diffused_from_trial_id"] is not None for row in provenance)
+
+
+def test_a_task_given_programs_measures_half_a_first_round() -> None:
+    assert own_first_picks(16, 0, half=True) == 16  # nothing diffused: a whole round of its own
+    assert own_first_picks(16, 4, half=True) == 4  # 4 diffused + 4 own: half a round
+    assert own_first_picks(16, 4, half=False) == 12
+    assert own_first_picks(16, 8, half=True) == 8  # never fewer own picks than diffused ones
+    assert own_first_picks(4, 1, half=True) == 1
+    assert own_first_picks(1, 1, half=True) == 0
+
+
+def test_members_first_rounds_are_shorter_when_their_cluster_gave_them_programs(seeded, layout) -> None:
+    run, store = seeded
+    _, conv = layout
+    rows = rows_by_index(store, run.session_id)
+    first_batches = {}
+    for _, trials in sorted(batches(store, run.session_id).items()):
+        first_batches.setdefault(trials[0]["task_id"], trials)
+    rep = first_batches[rows[conv.representative]["id"]]
+    assert len(rep) == SETTINGS.batch_size and not any(t["origin"] == "diffused" for t in rep)
+    members = [first_batches[rows[m]["id"]] for m in conv.followers()]
+    given = [batch for batch in members if any(t["origin"] == "diffused" for t in batch)]
+    assert given, "no member received its cluster's programs in its first round"
+    assert all(len(batch) == SETTINGS.batch_size // 2 for batch in given)
 
 
 def test_diffusion_only_adds_to_the_search(seeded) -> None:
