@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -209,23 +210,56 @@ def create_or_migrate(db: sqlite_utils.Database, path: Path, read_only: bool = F
     app_id = conn.execute("PRAGMA application_id").fetchone()[0]
     tables = set(db.table_names())
     if app_id == 0 and not tables:
-        db.enable_wal()
-        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-        with db.atomic():
-            _create_tables(db)
-            _write_meta(db)
-            ensure_view_indexes(db, path)
-        return
+        _enable_wal(db)
+        if _create_schema(db, path):
+            return
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        tables = set(db.table_names())
     _check_is_current_store(db, path, app_id, tables)
     if read_only:
         return
-    if db.journal_mode != "wal":
-        db.enable_wal()
+    _enable_wal(db)
     for name in TABLES_ADDED_LATER:
         if name not in tables:
             with db.atomic():
                 _create_table(db, name, TABLES[name])
     ensure_view_indexes(db, path)
+
+
+def _enable_wal(db: sqlite_utils.Database, tries: int = 100) -> None:
+    """WAL mode, waiting while another process holds a lock: switching journal modes fails at
+    once instead of waiting for the busy timeout (two processes opening one new store)."""
+    for attempt in range(tries):
+        try:
+            if db.journal_mode != "wal":
+                db.enable_wal()
+            return
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or attempt == tries - 1:
+                raise
+            time.sleep(0.05)
+
+
+def _create_schema(db: sqlite_utils.Database, path: Path) -> bool:
+    """The current schema in an empty file, under SQLite's write lock: two processes opening
+    one new store at once (a dashboard and the engine it launched, a viewer) would both find
+    it empty and both create it. False when another process created it first."""
+    conn = db.conn
+    conn.execute("BEGIN IMMEDIATE")  # waits (busy timeout) while another process creates it
+    try:
+        if db.table_names():
+            conn.execute("COMMIT")
+            return False
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        _create_tables(db)
+        _write_meta(db)
+        ensure_view_indexes(db, path)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return True
 
 
 def _check_is_current_store(db: sqlite_utils.Database, path: Path, app_id: int, tables: set[str]) -> None:

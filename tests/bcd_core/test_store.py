@@ -1,5 +1,7 @@
 import json
+import multiprocessing
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -161,3 +163,24 @@ def test_json_database_export_and_import(tmp_path: Path, dense_task, host) -> No
     with pytest.raises(StoreError, match="not found"):
         import_json(target_store, tmp_path / "nowhere")
     assert json.loads(lines[0])[0] == 0  # workload index, as stock TVM writes it
+
+
+def _open_new_store_at(path: str, start: float) -> str:
+    while time.time() < start:  # all processes open the file at the same moment
+        pass
+    try:
+        RecordStore(path).close()
+    except Exception as err:  # reported back to the test
+        return repr(err)
+    return "ok"
+
+
+def test_processes_opening_one_new_store_at_once_all_get_it(tmp_path: Path) -> None:
+    """A dashboard and the engine it launches (or a viewer) may open a new store together:
+    none may fail because another created the schema or switched it to WAL meanwhile."""
+    context = multiprocessing.get_context("fork")  # the test module need not be importable
+    with context.Pool(4) as pool:
+        for attempt in range(5):
+            path = str(tmp_path / f"new{attempt}.db")
+            start = time.time() + 0.5
+            assert pool.starmap(_open_new_store_at, [(path, start)] * 4) == ["ok"] * 4

@@ -33,7 +33,9 @@ def _wait_for_rounds(db: Path, rounds: int, proc: subprocess.Popen) -> int:
                 if latest is not None and latest["round"] >= rounds:
                     return int(sessions[-1]["id"])
         time.sleep(0.3)
-    raise AssertionError("the tune did not start in time")
+    log = db.parent / "process.log"
+    tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+    raise AssertionError(f"the tune did not start in time; the process said:\n{tail}")
 
 
 def _trial_count(db: Path, session_id: int) -> int:
@@ -60,9 +62,9 @@ def test_killing_the_dashboard_leaves_the_tune_running_and_reopening_follows_it(
     db = tmp_path / "records.db"
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path / "config")}
     command = [sys.executable, "-m", "bcd_gui", str(tiny_mlp), "--db", str(db), "--tune"]
-    gui = subprocess.Popen(
-        [*command, "--trials-per-task", str(TRIALS_PER_TASK)], env=env, cwd=tmp_path, stderr=subprocess.DEVNULL
-    )
+    said = (tmp_path / "process.log").open("w")  # shown if the tune does not start
+    gui = subprocess.Popen([*command, "--trials-per-task", str(TRIALS_PER_TASK)], env=env, cwd=tmp_path, stderr=said)
+    said.close()  # the child holds its own copy
     session_id = None
     try:
         session_id = _wait_for_rounds(db, 2, gui)
