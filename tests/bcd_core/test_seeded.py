@@ -46,6 +46,14 @@ def batches(store: RecordStore, session_id: int) -> dict[int, list[dict]]:
     return by_round
 
 
+def first_batches(store: RecordStore, session_id: int) -> dict[int, tuple[int, list[dict]]]:
+    """Each task's first batch, by task row id: (its round number, its trials)."""
+    first: dict[int, tuple[int, list[dict]]] = {}
+    for number, trials in sorted(batches(store, session_id).items()):
+        first.setdefault(trials[0]["task_id"], (number, trials))
+    return first
+
+
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory, conv_cluster_model: Path):
     from bcd_core.target import host_target
@@ -119,12 +127,10 @@ def test_members_first_rounds_are_shorter_when_their_cluster_gave_them_programs(
     run, store = seeded
     _, conv = layout
     rows = rows_by_index(store, run.session_id)
-    first_batches = {}
-    for _, trials in sorted(batches(store, run.session_id).items()):
-        first_batches.setdefault(trials[0]["task_id"], trials)
-    rep = first_batches[rows[conv.representative]["id"]]
+    first = first_batches(store, run.session_id)
+    _, rep = first[rows[conv.representative]["id"]]
     assert len(rep) == SETTINGS.batch_size and not any(t["origin"] == "diffused" for t in rep)
-    members = [first_batches[rows[m]["id"]] for m in conv.followers()]
+    members = [first[rows[m]["id"]][1] for m in conv.followers()]
     given = [batch for batch in members if any(t["origin"] == "diffused" for t in batch)]
     assert given, "no member received its cluster's programs in its first round"
     assert all(len(batch) == SETTINGS.batch_size // 2 for batch in given)
@@ -154,9 +160,7 @@ def test_representatives_are_measured_before_members_and_budget_is_spent(seeded,
     run, store = seeded
     prepared, conv = layout
     rows = rows_by_index(store, run.session_id)
-    first_round = {}
-    for number, trials in sorted(batches(store, run.session_id).items()):
-        first_round.setdefault(trials[0]["task_id"], number)
+    first_round = {task_id: number for task_id, (number, _) in first_batches(store, run.session_id).items()}
     rep = first_round[rows[conv.representative]["id"]]
     assert all(first_round[rows[m]["id"]] > rep for m in conv.followers())
     assert sorted(first_round.values()) == list(range(1, len(prepared.tasks) + 1))  # one round each first
