@@ -52,7 +52,6 @@ from bcd_core.records.states import (
     TaskStatus,
     TrialOrigin,
 )
-from bcd_core.tuning.diffusion_yield import DiffusionYield
 from bcd_core.tuning.driver import drive
 from bcd_core.tuning.first_round import module_hash, ranked_samples
 from bcd_core.tuning.metaschedule import evolutionary_search
@@ -122,10 +121,8 @@ class SeededPlan(ClusterSteering):
         self.reproposed = 0  # candidates the searches proposed again, dropped
         rows = run.store.tasks(run.session_id)
         self.provenance_written = {row["idx"] for row in rows if row["diffused_best_s"] is not None}
-        self.yields: dict[str, DiffusionYield] = {}  # cluster key -> what diffusion earned there
-        self.task_best: dict[int, float] = {}  # task -> best latency before its next batch
-        self.recluster()
         self._restore_received()
+        self.recluster()
         run.batch_hooks.append(self.after_batch)
 
     def _restore_received(self) -> None:
@@ -143,18 +140,12 @@ class SeededPlan(ClusterSteering):
                 self.received.setdefault(index, set()).add(source)
             elif trial["origin"] in REMEMBERED_ORIGINS and source is not None:  # of the own store
                 self.remembered.setdefault(index, set()).add(("", source))
+        best: dict[int, float] = {}
         for (_, index), trials in sorted(rounds.items()):
-            batch = [(t["latency_s"] or math.inf, t["origin"] in CARRIED_ORIGINS) for t in trials]
-            self.note_batch(index, batch)
-
-    def note_batch(self, task_index: int, batch: list[tuple[float, bool]]) -> None:
-        """What a measured batch of (latency, carried) pairs tells diffusion: its yield in the
-        task's cluster, and whether the task keeps receiving programs."""
-        best_before = self.task_best.get(task_index, math.inf)
-        self.yields.setdefault(self.cluster_of(task_index).key, DiffusionYield()).record(batch, best_before)
-        best = min([best_before, *(latency for latency, _ in batch)])
-        self.task_best[task_index] = best
-        self.note_diffusion_outcome(task_index, [latency for latency, carried in batch if carried], best)
+            latencies = [t["latency_s"] for t in trials if t["latency_s"]]
+            best[index] = min([*latencies, best.get(index, math.inf)])
+            diffused = [t["latency_s"] or math.inf for t in trials if t["origin"] in CARRIED_ORIGINS]
+            self.note_diffusion_outcome(index, diffused, best[index])
 
     def note_diffusion_outcome(self, task_index: int, diffused: list[float], best: float) -> None:
         """After a batch: did one of its diffused programs (latencies) become the task's best?
@@ -217,19 +208,10 @@ class SeededPlan(ClusterSteering):
             return 0
         if first and self.remembers(task_index):
             return max(1, int(batch * MEMORY_FIRST_ROUND_SHARE))
-        quota = max(1, int(batch * share))
-        if not first and self.diffusion_lags(task_index, quota):
-            return 1  # a probe: the yield can still turn
         # The same share in a task's first round, not more, from its cluster: a larger one
         # holds a task whose programs are unlike its cluster-mates' (a 3-channel first
         # convolution) in their basin, where the search's random picks find faster programs.
-        return quota
-
-    def diffusion_lags(self, task_index: int, evidence: int) -> bool:
-        """Whether, in the later rounds of the task's cluster, diffused programs earned less
-        per trial than the search's own picks (diffusion_yield.py), once `evidence` were measured."""
-        cluster_yield = self.yields.get(self.cluster_of(task_index).key)
-        return cluster_yield is not None and cluster_yield.diffusion_lags(evidence)
+        return max(1, int(batch * share))
 
     def mix_in_diffused(self, task_index: int, candidates: list[ms.MeasureCandidate]) -> list[ms.MeasureCandidate]:
         """The search's batch with up to a quota of its last (lowest-ranked) candidates
@@ -337,7 +319,8 @@ class SeededPlan(ClusterSteering):
     def after_batch(self, task_index: int, trials: list[Any], trial_ids: list[int]) -> None:
         """Status and provenance for the cluster tree: a task's first valid diffused program
         is what diffusion gave it (its latency then is kept beside its latency now)."""
-        self.note_batch(task_index, [(t.latency_s or math.inf, t.origin in CARRIED_ORIGINS) for t in trials])
+        diffused_latencies = [t.latency_s or math.inf for t in trials if t.origin in CARRIED_ORIGINS]
+        self.note_diffusion_outcome(task_index, diffused_latencies, self.run.best.get(task_index, math.inf))
         if task_index in self.skipped:
             return
         diffused = [(t.latency_s, t.source_trial_id) for t in trials if t.origin in CARRIED_ORIGINS and t.latency_s]
