@@ -14,31 +14,40 @@ from __future__ import annotations
 
 import argparse
 import math
-import sqlite3
 import statistics
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from bcd_core.records.states import CARRIED_ORIGINS
+from bcd_core.records.store import RecordStore
 
 
-def task_batches(db: sqlite3.Connection, task_id: int) -> list[list[tuple[float, bool]]]:
+def task_batches(store: RecordStore, task_id: int) -> list[list[tuple[float, bool]]]:
     """The task's batches in order, each as (latency or inf, carried) pairs."""
     by_round: dict[int, list[tuple[float, bool]]] = {}
-    query = "select round, latency_s, origin from trials where task_id = ? order by id"
-    for number, latency, origin in db.execute(query, (task_id,)):
-        by_round.setdefault(number, []).append((latency or math.inf, origin in CARRIED_ORIGINS))
+    for trial in store.trials(task_id=task_id):
+        carried = trial["origin"] in CARRIED_ORIGINS
+        by_round.setdefault(trial["round"], []).append((trial["latency_s"] or math.inf, carried))
     return list(by_round.values())
+
+
+def session_tasks(store: RecordStore) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(session id, task row) for every task of every session in the store."""
+    for session in store.sessions():
+        for task in store.tasks(session["id"]):
+            yield session["id"], task
 
 
 def yields(stores: list[Path]) -> Counter:
     totals: Counter = Counter()
     for path in stores:
-        db = sqlite3.connect(path)
-        for task_id, representative in db.execute("select id, is_representative from tasks"):
+        store = RecordStore(path, read_only=True)
+        for _, task in session_tasks(store):
             best = math.inf
-            for position, batch in enumerate(task_batches(db, task_id)):
-                kind = ("first" if position == 0 else "later") + (" rep" if representative else " member")
+            for position, batch in enumerate(task_batches(store, task["id"])):
+                kind = ("first" if position == 0 else "later") + (" rep" if task["is_representative"] else " member")
                 fastest, fastest_carried = min(batch)
                 for _, carried in batch:
                     totals[kind, carried, "trials"] += 1
@@ -52,10 +61,12 @@ def best_by_task(stores: list[Path]) -> dict[str, list[tuple[float, int]]]:
     """Task name -> (best latency, weight) per store."""
     result: dict[str, list[tuple[float, int]]] = defaultdict(list)
     for path in stores:
-        db = sqlite3.connect(path)
-        query = "select k.name, k.weight, min(t.latency_s) from tasks k join trials t on t.task_id = k.id group by k.id"
-        for name, weight, best in db.execute(query):
-            result[name].append((best or math.inf, weight))
+        store = RecordStore(path, read_only=True)
+        bests: dict[int, float] = {}
+        for session in store.sessions():
+            bests.update(store.best_latencies(session["id"]))
+        for _, task in session_tasks(store):
+            result[task["name"]].append((bests.get(task["id"], math.inf), task["weight"]))
     return result
 
 
