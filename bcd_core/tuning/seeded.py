@@ -18,8 +18,10 @@ with the stock settings. BCD adds three things:
   itself (`search_seeds` "own"): a diffused program that is good but not the best the task
   can reach does not hold the search in its basin, so a wrong guess costs those few trials,
   never the task's budget. A program is
-  diffused into a task once, no program is measured twice for a task, and a task that two
-  diffused batches in a row did not improve receives no more. The first round robin
+  diffused into a task once, no program is measured twice for a task, a task that two
+  diffused batches in a row did not improve receives no more, and a program whose diffused
+  version failed to build or run (a compiler that takes minutes on a wide odd-width vector
+  loop: the builder's timeout each time) is diffused nowhere again. The first round robin
   measures every cluster's representative before any member, so members already get their
   cluster's programs in their first round, which is then half a round (`own_first_picks`):
   the first full estimate comes sooner and the gradient rule places the trials saved.
@@ -72,6 +74,12 @@ DIFFUSION_MISSES = 2
 MEMORY_FIRST_ROUND_SHARE = 0.5
 
 
+def failed_sources(diffused: list[tuple[int | None, float | None]]) -> set[int]:
+    """Source trial ids of (source trial id, latency) pairs of carried programs that gave no
+    latency: they failed to build or run where they were diffused."""
+    return {source for source, latency in diffused if source is not None and not latency}
+
+
 def task_gradient(history: list[float], weight: float) -> float:
     """MetaSchedule's GradientBased priority of a task from its best latency after each of
     its rounds: the recent slope of the best latency and its best over its rounds, weighted
@@ -116,6 +124,7 @@ class SeededPlan(ClusterSteering):
         self.remembered: dict[int, set[tuple[str, int]]] = {}  # task -> (memory store, trial id) given it
         self.seen: dict[int, set[int]] = {}  # task -> module hashes it was handed this run
         self.unmatched: set[int] = set()  # tasks told that no sketch matched
+        self.failed: set[int] = set()  # trial ids whose diffused programs failed: never diffused again
         self.misses: dict[int, int] = {}  # task -> diffused batches in a row that gave it nothing
         self.searches: dict[int, ms.search_strategy.EvolutionarySearch] = {}  # task -> its search, once tuning
         self.reproposed = 0  # candidates the searches proposed again, dropped
@@ -136,6 +145,8 @@ class SeededPlan(ClusterSteering):
                 continue
             rounds.setdefault((trial["round"], index), []).append(trial)
             source = trial["source_trial_id"]
+            if trial["origin"] in CARRIED_ORIGINS:
+                self.failed |= failed_sources([(source, trial["latency_s"])])
             if trial["origin"] == TrialOrigin.DIFFUSED and source is not None:
                 self.received.setdefault(index, set()).add(source)
             elif trial["origin"] in REMEMBERED_ORIGINS and source is not None:  # of the own store
@@ -271,7 +282,12 @@ class SeededPlan(ClusterSteering):
         remembered = memory.programs(task_index, task, 2 * count, exclude=given)
         own = run.best.get(task_index)
         bound = own / max(task.flops, 1.0) if own else math.inf
-        priors = [p for p in remembered if p.latency_s / max(p.task.flops, 1.0) < bound][:count]
+        failed = {("", trial_id) for trial_id in self.failed}  # of the own store
+        priors = [
+            p
+            for p in remembered
+            if p.latency_s / max(p.task.flops, 1.0) < bound and (p.task.store_label, p.trial_id) not in failed
+        ][:count]
         given.update((p.task.store_label, p.trial_id) for p in priors)
         if not priors:
             return []
@@ -294,7 +310,7 @@ class SeededPlan(ClusterSteering):
         cluster = self.cluster_of(task_index)
         received = self.received.setdefault(task_index, set())
         sources = [m for m in cluster.members if m != task_index]
-        priors = faster_per_flop(run, task_index, sources, count, exclude=received)
+        priors = faster_per_flop(run, task_index, sources, count, exclude=received | self.failed)
         if not priors:
             return []
         seed = self.diffusion_seed(task_index)
@@ -319,7 +335,9 @@ class SeededPlan(ClusterSteering):
     def after_batch(self, task_index: int, trials: list[Any], trial_ids: list[int]) -> None:
         """Status and provenance for the cluster tree: a task's first valid diffused program
         is what diffusion gave it (its latency then is kept beside its latency now)."""
-        diffused_latencies = [t.latency_s or math.inf for t in trials if t.origin in CARRIED_ORIGINS]
+        carried = [t for t in trials if t.origin in CARRIED_ORIGINS]
+        self.failed |= failed_sources([(t.source_trial_id, t.latency_s) for t in carried])
+        diffused_latencies = [t.latency_s or math.inf for t in carried]
         self.note_diffusion_outcome(task_index, diffused_latencies, self.run.best.get(task_index, math.inf))
         if task_index in self.skipped:
             return

@@ -16,6 +16,7 @@ from bcd_core.tuning.events import RoundFinished, SessionMessage, SessionPaused
 from bcd_core.tuning.seeded import (
     DIFFUSION_MISSES,
     SeededPlan,
+    failed_sources,
     first_round_order,
     own_first_picks,
     task_gradient,
@@ -91,6 +92,10 @@ def test_a_task_that_diffusion_keeps_missing_receives_no_more() -> None:
     for _ in range(DIFFUSION_MISSES):
         plan.note_diffusion_outcome(3, [2.0], best=1.0)
     assert plan.misses[3] == DIFFUSION_MISSES
+
+
+def test_failed_sources_are_the_sources_of_carried_programs_without_a_latency() -> None:
+    assert failed_sources([(7, None), (8, 1e-3), (None, None), (9, 0.0)]) == {7, 9}
 
 
 # -- a tune ---------------------------------------------------------------------------------
@@ -249,3 +254,29 @@ def test_a_stopped_session_resumes_without_diffusing_a_program_twice(
     assert len(pairs) == len(set(pairs))
     assert len(trials) == SETTINGS.trials_per_task * len(prepared.tasks)
     assert store.session(first.session_id)["status"] == "completed"
+
+
+@pytest.mark.slow
+def test_a_program_whose_diffused_version_failed_is_diffused_nowhere_again(
+    tmp_path: Path, conv_cluster_model: Path, host, monkeypatch
+) -> None:
+    """Diffused versions that fail where they land (here each gets a wrong argument shape, so
+    it fails to run; in real tunes, builds that outlast the builder's timeout) cost their source
+    one batch: the source is not diffused into any task again."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from bcd_core.diffusion import DiffusedProgram
+
+    def failing_candidate(program: DiffusedProgram) -> ms.MeasureCandidate:
+        args = ms.arg_info.ArgInfo.from_entry_func(program.schedule.mod, remove_preproc=True)
+        return ms.MeasureCandidate(program.schedule, [ms.arg_info.TensorInfo("float32", [1]), *args[1:]])
+
+    monkeypatch.setattr(DiffusedProgram, "candidate", failing_candidate)
+    settings = replace(SETTINGS, trials_per_task=16)
+    run = run_session(conv_cluster_model, tmp_path / "failed.db", host, settings)
+    diffused = [t for t in RecordStore(tmp_path / "failed.db").trials(run.session_id) if t["origin"] == "diffused"]
+    assert diffused and all(t["error"] and t["latency_s"] is None for t in diffused)
+    rounds_of_source: dict[int, set[int]] = {}
+    for trial in diffused:
+        rounds_of_source.setdefault(trial["source_trial_id"], set()).add(trial["round"])
+    assert all(len(rounds) == 1 for rounds in rounds_of_source.values()), rounds_of_source
