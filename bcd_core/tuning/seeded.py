@@ -282,11 +282,11 @@ class SeededPlan(ClusterSteering):
         remembered = memory.programs(task_index, task, 2 * count, exclude=given)
         own = run.best.get(task_index)
         bound = own / max(task.flops, 1.0) if own else math.inf
-        failed = {("", trial_id) for trial_id in self.failed}  # of the own store
         priors = [
             p
             for p in remembered
-            if p.latency_s / max(p.task.flops, 1.0) < bound and (p.task.store_label, p.trial_id) not in failed
+            if p.latency_s / max(p.task.flops, 1.0) < bound
+            and (p.task.store_label or p.trial_id not in self.failed)  # failed ids are of the own store ("")
         ][:count]
         given.update((p.task.store_label, p.trial_id) for p in priors)
         if not priors:
@@ -341,7 +341,7 @@ class SeededPlan(ClusterSteering):
         self.note_diffusion_outcome(task_index, diffused_latencies, self.run.best.get(task_index, math.inf))
         if task_index in self.skipped:
             return
-        diffused = [(t.latency_s, t.source_trial_id) for t in trials if t.origin in CARRIED_ORIGINS and t.latency_s]
+        diffused = [(t.latency_s, t.source_trial_id) for t in carried if t.latency_s]
         fields: dict[str, Any] = {"status": TaskStatus.TUNING}
         if diffused and task_index not in self.provenance_written:
             self.provenance_written.add(task_index)
