@@ -26,10 +26,12 @@ with the stock settings. BCD adds three things:
   cluster's programs in their first round, which is then half a round (`own_first_picks`):
   the first full estimate comes sooner and the gradient rule places the trials saved.
 - Memory (bcd_core/memory): programs of the most similar tasks of earlier tunes on this
-  target, of any model, are diffused the same way, before the cluster's, and may take half
-  of a task's first round; the cost model learns from their measurements before the first
-  round (driver.py). An earlier tune's program for this very workload is reused unchanged
-  and, as MetaSchedule reuses a tuned workload's records, may seed the task's search.
+  target, of any model, are diffused the same way and in the same share, before the
+  cluster's (the nearest remembered tasks' best programs first; the rest come in later
+  rounds), so a task given them also measures half a first round; the cost model learns
+  from their measurements before the first round (driver.py). An earlier tune's program
+  for this very workload is reused unchanged and, as MetaSchedule reuses a tuned
+  workload's records, may seed the task's search.
 """
 
 from __future__ import annotations
@@ -69,9 +71,6 @@ NO_VALID_TIME = 1e100  # what GradientBased holds for a task with no valid measu
 # A task stops receiving diffused programs after this many diffused batches in a row of
 # which none became its best program.
 DIFFUSION_MISSES = 2
-# Share of a task's first round that programs from the tuning memory may take: a remembered
-# twin of the task is often already near its best, and a wrong guess still costs half a round.
-MEMORY_FIRST_ROUND_SHARE = 0.5
 
 
 def failed_sources(diffused: list[tuple[int | None, float | None]]) -> set[int]:
@@ -211,17 +210,17 @@ class SeededPlan(ClusterSteering):
         memory = self.run.memory
         return memory is not None and bool(memory.similar(task_index, self.run.tasks[task_index]))
 
-    def diffusion_quota(self, task_index: int, batch: int, first: bool = False) -> int:
+    def diffusion_quota(self, task_index: int, batch: int) -> int:
         share = self.settings.diffusion_share
         if share <= 0 or (self.cluster_of(task_index).size < 2 and not self.remembers(task_index)):
             return 0
         if self.misses.get(task_index, 0) >= DIFFUSION_MISSES:
             return 0
-        if first and self.remembers(task_index):
-            return max(1, int(batch * MEMORY_FIRST_ROUND_SHARE))
-        # The same share in a task's first round, not more, from its cluster: a larger one
-        # holds a task whose programs are unlike its cluster-mates' (a 3-channel first
-        # convolution) in their basin, where the search's random picks find faster programs.
+        # The same share in a task's first round, not more: a larger one holds a task whose
+        # programs are unlike its cluster-mates' (a 3-channel first convolution) in their
+        # basin, where the search's random picks find faster programs; and half of a first
+        # round of remembered programs made every task of a model tuned with memory measure
+        # a whole first round, so its first round robin took twice as long.
         return max(1, int(batch * share))
 
     def mix_in_diffused(self, task_index: int, candidates: list[ms.MeasureCandidate]) -> list[ms.MeasureCandidate]:
@@ -246,7 +245,7 @@ class SeededPlan(ClusterSteering):
         fresh sample of its design space, half the cost model's best, half at random
         (first_round.py). See `own_first_picks` for its size."""
         seen = self.seen.setdefault(task_index, set())
-        quota = min(self.diffusion_quota(task_index, batch, first=True), batch)
+        quota = min(self.diffusion_quota(task_index, batch), batch)
         seeds = self.diffused(task_index, quota, seen) if quota else []
         count = own_first_picks(batch, len(seeds), self.settings.member_first_round == "half")
         return self.ranked(task_index, count, explore=count // 2) + seeds

@@ -108,10 +108,13 @@ def test_a_new_model_draws_on_an_earlier_tune_with_provenance(tmp_path: Path, re
         source = next(t for t in store.trials(1) if t["id"] == trial["source_trial_id"])  # this store: linked
         assert source["latency_s"] is not None
     first_rounds: dict[int, int] = {}
-    for trial in store.trials(run.session_id):
+    own_trials = store.trials(run.session_id)
+    for trial in own_trials:
         first_rounds.setdefault(trial["task_id"], trial["round"])
     for task_id in {t["task_id"] for t in trials}:  # measured first: in the task's first round
         assert any(t["round"] == first_rounds[task_id] for t in trials if t["task_id"] == task_id)
+        first = [t for t in own_trials if t["task_id"] == task_id and t["round"] == first_rounds[task_id]]
+        assert len(first) <= SETTINGS.trials_per_round // 2, "a task given remembered programs measures half a round"
     assert [(r["store"], r["source_session_id"]) for r in store.memory_used(run.session_id)] == [("", 1)]
     assert any("pre-trained on" in m for m in messages)
     assert len(store.trials(run.session_id)) == SETTINGS.trials_per_task * len(run.tasks)
