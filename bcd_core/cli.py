@@ -101,7 +101,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from bcd_core.inspect_view import inspect_model, inspection_json
 
     inspection = inspect_model(
-        args.model, args.target, args.input_shape, args.representative_rule, args.split_heavier_than, args.db or ()
+        args.model,
+        args.target,
+        args.input_shape,
+        args.representative_rule,
+        args.split_heavier_than,
+        args.db or (),
+        math=args.math,
     )
     if args.json:
         print(json.dumps(inspection_json(inspection), indent=2))
@@ -401,7 +407,7 @@ def _add_inspect_command(sub: Any) -> None:
     inspect = sub.add_parser("inspect", help="list a model's tuning tasks and clusters")
     inspect.add_argument("model")
     _add_model_options(inspect)
-    _add_tuning_options(inspect, "representative_rule", "split_heavier_than")
+    _add_tuning_options(inspect, "representative_rule", "split_heavier_than", "math")
     inspect.add_argument(
         "--db",
         action="append",

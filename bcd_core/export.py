@@ -16,7 +16,7 @@ from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
 
 from bcd_core.errors import BcdError, MissingRecordError
-from bcd_core.model_import import InputSpec, file_sha256, import_model, random_inputs
+from bcd_core.model_import import InputSpec, MathMode, file_sha256, import_model, random_inputs
 from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.states import TaskStatus
 from bcd_core.records.store import RecordStore
@@ -233,6 +233,11 @@ def session_input_shapes(session: dict[str, Any]) -> dict[str, tuple[int, ...]]:
     return {k: tuple(v) for k, v in settings.get("input_shapes", {}).items()}
 
 
+def session_math(session: dict[str, Any]) -> str:
+    """How the session's model was imported (sessions stored before the option: exact)."""
+    return json.loads(session["settings"] or "{}").get("math", MathMode.EXACT)
+
+
 @dataclass
 class ExportResult:
     path: Path
@@ -260,7 +265,7 @@ def export_tuned_session(
     model_path = session_model_path(session, model)
     target = session_target(session)
     progress(0, EXPORT_STEPS, f"importing {model_path.name}")
-    imported = import_model(model_path, session_input_shapes(session))
+    imported = import_model(model_path, session_input_shapes(session), session_math(session))
     database = SqliteDatabase(store, target_key(target))
     progress(1, EXPORT_STEPS, "compiling the tuned model")
     skipped = [row["name"] for row in store.tasks(session_id) if row["status"] == TaskStatus.SKIPPED]

@@ -22,7 +22,7 @@ from bcd_core.memory.similar import RememberedTask
 from bcd_core.model_import import InputSpec, import_model, parse_input_shapes
 from bcd_core.target import describe_target, parse_target, target_key
 from bcd_core.tasks import Task, extract_tasks
-from bcd_core.tuning.settings import TuneSettings
+from bcd_core.tuning.settings import DEFAULT_MATH, TuneSettings
 
 # Coarsest key first, so the table reads from operator kind down to design-space detail.
 INSPECT_MODES = ("operator", "loose-sketch", "sketch")
@@ -61,16 +61,18 @@ def inspect_model(
     rule: str,
     split_heavier_than: float,
     memory_stores: Sequence[str] = (),
+    math: str = DEFAULT_MATH,
 ) -> Inspection:
-    """Import the model, extract its tasks and cluster them in every mode; with
-    `memory_stores`, also find what each task would draw on from earlier tunes there."""
+    """Import the model (erf, exp, tanh, softmax as `math` says, as a tune would), extract its
+    tasks and cluster them in every mode; with `memory_stores`, also find what each task would
+    draw on from earlier tunes there."""
     start = time.perf_counter()
     try:  # the tuner's own checks of these settings, before the model is imported
-        TuneSettings(representative_rule=rule, split_heavier_than=split_heavier_than)
+        TuneSettings(representative_rule=rule, split_heavier_than=split_heavier_than, math=math)
     except ValueError as err:
         raise BcdError(str(err)) from err
     target = parse_target(target_spec)
-    imported = import_model(model, parse_input_shapes(input_shape))
+    imported = import_model(model, parse_input_shapes(input_shape), math)
     tasks = extract_tasks(imported.relax_mod, target)
     by_mode = {
         mode: cluster_tasks(tasks, mode, rule=rule, split_heavier_than=split_heavier_than) for mode in INSPECT_MODES

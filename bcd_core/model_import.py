@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import warnings
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,18 @@ ONNX_TO_NUMPY = {
     onnx.TensorProto.INT64: "int64",
     onnx.TensorProto.BOOL: "bool",
 }
+
+
+class MathMode(StrEnum):
+    """How erf, exp, tanh and softmax are computed (tuning/options.py lists the values)."""
+
+    # TVM's vectorizable approximations (topi's fast_erf, fast_exp, fast_tanh, fast_softmax),
+    # as onnxruntime's own CPU kernels approximate these functions. Exact erf and exp lower to
+    # one libm call per element on CPUs, never vectorized, with a cost that depends on the
+    # argument: a GELU matmul's erf dominates its time, and the runner's inputs (uniform in
+    # [1, 10]) hit libm's cheap saturated branch, so tuning times such tasks wrong.
+    FAST = "fast"
+    EXACT = "exact"  # libm, per element
 
 
 @dataclass(frozen=True)
@@ -225,8 +238,14 @@ def static_inputs(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...
     return inputs
 
 
-def import_model(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> ImportedModel:
-    """Load, validate and import an ONNX model into Relax (weights bound as constants)."""
+def import_model(
+    path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None, math: str = MathMode.EXACT
+) -> ImportedModel:
+    """Load, validate and import an ONNX model into Relax (weights bound as constants), with
+    erf, exp, tanh and softmax as `math` (MathMode) says. Tuning, export and inspection of one
+    session must import with the same `math`: the tasks differ."""
+    if math not in tuple(MathMode):
+        raise ValueError(f"math must be one of {', '.join(MathMode)}, not {math!r}")
     path = Path(path)
     model = load_onnx(path)
     missing = unsupported_operators(model)
@@ -248,6 +267,8 @@ def import_model(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | No
     except Exception as err:
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise ModelLoadError(f"TVM could not import {path.name}: {first}") from err
+    if math == MathMode.FAST:
+        mod = relax.transform.FastMathTransform()(mod)
     return ImportedModel(path=path, sha256=file_sha256(path), onnx_model=model, inputs=inputs, relax_mod=mod)
 
 

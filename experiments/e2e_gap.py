@@ -31,7 +31,7 @@ from pathlib import Path
 import tvm
 from tvm import relax
 
-from bcd_core.export import compile_tuned, session_input_shapes, session_target
+from bcd_core.export import compile_tuned, session_input_shapes, session_math, session_target
 from bcd_core.model_import import import_model, random_inputs
 from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.store import RecordStore
@@ -176,7 +176,7 @@ def main() -> None:
     with closing(RecordStore(args.store, create=False)) as store:
         session = store.session(args.session) if args.session else store.sessions()[-1]
         target = session_target(session)
-        imported = import_model(args.model, session_input_shapes(session))
+        imported = import_model(args.model, session_input_shapes(session), session_math(session))
         estimate = estimate_per_task_us(store, session["id"])
         database = SqliteDatabase(store, target_key(target))
         executable = compile_tuned(database, imported.relax_mod, target)

@@ -74,3 +74,8 @@ def shared_model(name: str) -> Path:
 @pytest.fixture(scope="session")
 def conv_cluster_model(model_dir: Path) -> Path:
     return models.convnet_pool(model_dir / "conv_cluster.onnx")
+
+
+@pytest.fixture(scope="session")
+def gelu_model(model_dir: Path) -> Path:
+    return models.gelu_softmax(model_dir / "gelu_softmax.onnx")

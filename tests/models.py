@@ -131,3 +131,35 @@ def embedding(path: Path, vocabulary: int = 50000, width: int = 16, tokens: int 
         inits,
     )
     return _save(graph, path)
+
+
+def gelu_softmax(path: Path, tokens: int = 8, width: int = 16, hidden: int = 32) -> Path:
+    """A transformer block in small: MatMul + Add + GELU (exact, with Erf) + MatMul + Softmax."""
+    rng = np.random.default_rng(0)
+    inits = [
+        _weight(rng, "w1", (width, hidden)),
+        _weight(rng, "b1", (hidden,)),
+        _weight(rng, "w2", (hidden, width)),
+        numpy_helper.from_array(np.array(2.0**-0.5, dtype=np.float32), "inv_sqrt2"),
+        numpy_helper.from_array(np.array(0.5, dtype=np.float32), "half"),
+        numpy_helper.from_array(np.array(1.0, dtype=np.float32), "one"),
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["mm1"]),
+        helper.make_node("Add", ["mm1", "b1"], ["h"]),
+        helper.make_node("Mul", ["h", "inv_sqrt2"], ["scaled"]),
+        helper.make_node("Erf", ["scaled"], ["erf"]),
+        helper.make_node("Add", ["erf", "one"], ["erf1"]),
+        helper.make_node("Mul", ["h", "erf1"], ["gated"]),
+        helper.make_node("Mul", ["gated", "half"], ["gelu"]),
+        helper.make_node("MatMul", ["gelu", "w2"], ["mm2"]),
+        helper.make_node("Softmax", ["mm2"], ["y"], axis=-1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "gelu_softmax",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, tokens, width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, tokens, width])],
+        inits,
+    )
+    return _save(graph, path)

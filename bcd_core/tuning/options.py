@@ -28,6 +28,7 @@ LATE_COST_MODELS = ("metaschedule", "shared")
 FIRST_ROUNDS = ("ranked", "stock")  # the default first
 SEARCH_SEEDS = ("own", "all")  # the default first
 MEMBER_FIRST_ROUNDS = ("half", "full")  # the default first
+MATH_MODES = ("fast", "exact")  # values of model_import.MathMode, default first
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
 
 
@@ -108,6 +109,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("seed", Level.RESEARCH, "seed of the search", "--seed", type=int, identity_of=ALL_STRATEGIES),
     # Parsed by the command (NAME=D1,D2,... pairs), so it has no flag of its own here.
     Option("input_shapes", Level.USER, identity_of=ALL_STRATEGIES),
+    Option(
+        "math",
+        Level.USER,
+        "erf, exp, tanh and softmax as TVM's vectorized approximations (fast, the default; the export "
+        "check compares the outputs with onnxruntime's) or as libm's functions (exact)",
+        "--math",
+        choices=MATH_MODES,
+        identity_of=ALL_STRATEGIES,
+    ),
     Option(
         "diffusion_share",
         Level.RESEARCH,

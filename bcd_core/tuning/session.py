@@ -48,6 +48,7 @@ from bcd_core.tuning.events import (
 )
 from bcd_core.tuning.settings import (
     DEFAULT_CLUSTER_MODE,
+    DEFAULT_MATH,
     DEFAULT_REPRESENTATIVE_RULE,
     IDENTITY_ADDED_LATER,
     TuneSettings,
@@ -78,9 +79,10 @@ def prepare_model(
     cluster_mode: str = DEFAULT_CLUSTER_MODE,
     representative_rule: str = DEFAULT_REPRESENTATIVE_RULE,
     split_heavier_than: float = 0.0,
+    math: str = DEFAULT_MATH,
 ) -> PreparedModel:
     start = time.perf_counter()
-    imported = import_model(model_path, input_shapes)
+    imported = import_model(model_path, input_shapes, math)
     tasks = extract_tasks(imported.relax_mod, target)
     if not tasks:
         raise BcdError(f"{Path(model_path).name} has no tunable operators")

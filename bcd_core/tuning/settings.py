@@ -10,6 +10,7 @@ from bcd_core.tuning.options import (
     CLUSTER_MODES,
     FIRST_ROUNDS,
     LATE_COST_MODELS,
+    MATH_MODES,
     MEMBER_FIRST_ROUNDS,
     PHASED,
     PRIOR_SOURCES,
@@ -17,12 +18,14 @@ from bcd_core.tuning.options import (
     RUNNERS,
     SEARCH_SEEDS,
     SEEDED,
+    STOCK,
     STRATEGIES,
     identity_fields,
 )
 
 DEFAULT_CLUSTER_MODE = CLUSTER_MODES[0]
 DEFAULT_REPRESENTATIVE_RULE = REPRESENTATIVE_RULES[0]
+DEFAULT_MATH = MATH_MODES[0]
 # "auto" diffuses from the whole cluster when the model has a (not minor) cluster of at least
 # this many tasks, from the representative otherwise: cluster priors pay off in clusters of a
 # dozen or so tasks, and cost more than they bring in clusters of a few.
@@ -31,13 +34,15 @@ AUTO_CLUSTER_PRIORS_MIN_TASKS = 8
 # ran with (not today's default): it resumes with that value, and a tune that asks for that
 # value finds it (TuningRun._open_session).
 IDENTITY_ADDED_LATER: dict[str, dict[str, Any]] = {
-    SEEDED: {"search_seeds": "all", "member_first_round": "full"},
+    SEEDED: {"search_seeds": "all", "member_first_round": "full", "math": "exact"},
     PHASED: {
         "representative_rule": "similar",
         "split_heavier_than": 0.0,
         "prior_source": "representative",
         "late_cost_model": "shared",
+        "math": "exact",
     },
+    STOCK: {"math": "exact"},
 }
 IDENTITY_BEFORE_KEYS = IDENTITY_ADDED_LATER[PHASED]
 CPU_BUILDER_TIMEOUT_S = 10.0
@@ -65,6 +70,10 @@ class TuneSettings:
     split_heavier_than: float = 0.0
     seed: int = 0
     input_shapes: dict[str, list[int]] = field(default_factory=dict)
+    # How erf, exp, tanh and softmax are imported (model_import.MathMode): "fast" cuts a
+    # transformer's GELU and attention time several-fold on CPUs and makes tuning time them
+    # as the model runs them; the export check still compares with onnxruntime.
+    math: str = DEFAULT_MATH
     # Search and measurement knobs (not part of a session's identity).
     population_size: int = 128
     init_min_unmeasured: int = 32
@@ -156,6 +165,8 @@ class TuneSettings:
             raise ValueError(f"member first round must be one of {', '.join(MEMBER_FIRST_ROUNDS)}")
         if not 0 <= self.diffusion_share <= 0.5:
             raise ValueError("the diffusion share must be between 0 (off) and 0.5 of a round")
+        if self.math not in MATH_MODES:
+            raise ValueError(f"math must be one of {', '.join(MATH_MODES)}")
         if self.cluster_mode not in CLUSTER_MODES:
             raise ValueError(f"cluster mode must be one of {', '.join(CLUSTER_MODES)}")
         if self.builder_timeout_s is not None and self.builder_timeout_s <= 0:

@@ -54,6 +54,7 @@ def run_session(
         settings.cluster_mode,
         settings.representative_rule,
         settings.split_heavier_than,
+        settings.math,
     )
     store = RecordStore(db_path)
     run = TuningRun(store, prepared, settings, listeners, new_session, started, control, resume_session_id)

@@ -82,3 +82,24 @@ def test_random_inputs_follow_specs(tiny_mlp: Path) -> None:
     arrays = random_inputs(specs, seed=3)
     assert arrays["x"].shape == (1, 16) and arrays["x"].dtype.name == "float32"
     assert (random_inputs(specs, seed=3)["x"] == arrays["x"]).all()
+
+
+def test_fast_math_replaces_libm_functions_and_keeps_onnxruntimes_outputs(gelu_model: Path, host, tmp_path) -> None:
+    import tvm
+
+    from bcd_core.export import compare_outputs, export_library, library_runner, run_onnxruntime
+
+    exact = import_model(gelu_model)
+    fast = import_model(gelu_model, math="fast")
+    assert "R.erf" in exact.relax_mod.script() and "R.nn.softmax" in exact.relax_mod.script()
+    assert "R.erf" not in fast.relax_mod.script() and "R.nn.softmax" not in fast.relax_mod.script()
+    inputs = random_inputs(exact.inputs)
+    reference = run_onnxruntime(exact.onnx_model, inputs, runs=1).outputs
+    for label, imported in (("exact", exact), ("fast", fast)):
+        library = export_library(tvm.compile(imported.relax_mod, target=host), tmp_path / label)
+        assert compare_outputs(library_runner(library, inputs).outputs, reference) < 1e-5, label
+
+
+def test_unknown_math_is_refused(tiny_mlp: Path) -> None:
+    with pytest.raises(ValueError, match="fast, exact"):
+        import_model(tiny_mlp, math="sloppy")

@@ -9,7 +9,7 @@ from bcd_core.cli import build_parser, settings_from_args
 from bcd_core.tuning.options import OPTIONS, PHASED, Level, flagged_options, identity_fields
 from bcd_core.tuning.settings import IDENTITY_BEFORE_KEYS, TuneSettings
 
-MAX_TUNE_OPTIONS = 16  # what a first-time user reads in `bcd tune --help` (memory: --memory, --no-memory)
+MAX_TUNE_OPTIONS = 17  # what a first-time user reads in `bcd tune --help` (memory: --memory, --no-memory; --math)
 
 
 def _subparser(name: str) -> argparse.ArgumentParser:

@@ -158,3 +158,29 @@ def test_a_phased_session_written_before_an_identity_key_resumes_with_what_it_ra
     assert stored_identity({"strategy": "bcd-phased", "settings": json.dumps(today)}) == today
     stock = TuneSettings(strategy="metaschedule").identity()
     assert stored_identity({"strategy": "metaschedule", "settings": json.dumps(stock)}) == stock
+
+
+def test_a_session_stored_before_the_math_option_resumes_exact_and_a_fast_tune_starts_anew(tmp_path) -> None:
+    """Sessions written before `math` existed imported exact functions: resuming one must too
+    (its tasks hold libm's erf), and a tune with today's default (fast) must not continue it."""
+    from bcd_core.records.store import RecordStore
+    from bcd_core.tuning.session import find_session_to_continue, settings_of_session
+    from bcd_core.tuning.settings import TuneSettings
+
+    store = RecordStore(tmp_path / "old.db")
+    ids = {}
+    for strategy in ("bcd", "bcd-phased", "metaschedule"):
+        older = {k: v for k, v in TuneSettings(strategy=strategy).identity().items() if k != "math"}
+        older.update({"search_seeds": "all", "member_first_round": "full"} if strategy == "bcd" else {})
+        ids[strategy] = store.create_session(
+            model_path="m.onnx", model_hash="h", target="t", target_key="k", strategy=strategy, settings=older
+        )
+    for strategy, sid in ids.items():
+        fast = TuneSettings(strategy=strategy, search_seeds="all", member_first_round="full")
+        assert fast.math == "fast"
+        assert find_session_to_continue(store, "h", "k", fast) is None
+        exact = TuneSettings(strategy=strategy, search_seeds="all", member_first_round="full", math="exact")
+        found = find_session_to_continue(store, "h", "k", exact)
+        assert found is not None and found["id"] == sid
+        assert settings_of_session(found, TuneSettings()).math == "exact"
+    store.close()

@@ -180,3 +180,19 @@ def test_a_task_skipped_before_any_measurement_is_exported_untuned(tmp_path: Pat
     result = export_tuned_session(store, run.session_id, tmp_path / "skipped.so", runs=3)
     assert result.untuned == [last.name]
     assert result.path.is_file() and result.check is not None and result.check.matches
+
+
+@pytest.mark.slow
+def test_a_fast_math_session_exports_with_the_import_it_was_tuned_with(tmp_path: Path, gelu_model: Path, host) -> None:
+    """Tunes import erf and softmax as fast approximations by default; export must import the
+    same way, or the tasks holding them would miss their records."""
+    from bcd_core.export import export_tuned_session, missing_records, session_math
+
+    settings = TuneSettings(strategy="metaschedule", trials_per_task=2, trials_per_round=2)
+    run = run_session(gelu_model, tmp_path / "gelu.db", host, settings)
+    store = RecordStore(tmp_path / "gelu.db")
+    assert session_math(store.session(run.session_id)) == "fast"
+    database = SqliteDatabase(store, target_key(host))
+    assert missing_records(database, import_model(gelu_model).relax_mod, host), "exact tasks differ"
+    result = export_tuned_session(store, run.session_id, tmp_path / "gelu", runs=3)
+    assert result.check is not None and result.check.matches, result.check
