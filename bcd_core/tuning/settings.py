@@ -70,9 +70,9 @@ class TuneSettings:
     split_heavier_than: float = 0.0
     seed: int = 0
     input_shapes: dict[str, list[int]] = field(default_factory=dict)
-    # How erf, exp, tanh and softmax are imported (model_import.MathMode): "fast" cuts a
-    # transformer's GELU and attention time several-fold on CPUs and makes tuning time them
-    # as the model runs them; the export check still compares with onnxruntime.
+    # How erf, exp, tanh and softmax are imported (model_import.MathMode): "fast" made the
+    # shared transformers' compiled models 16-23 % faster on a CPU (docs/benchmarks.md); the
+    # export check still compares the outputs with onnxruntime's.
     math: str = DEFAULT_MATH
     # Search and measurement knobs (not part of a session's identity).
     population_size: int = 128
