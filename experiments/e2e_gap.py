@@ -35,6 +35,7 @@ from bcd_core.export import compile_tuned, session_input_shapes, session_math, s
 from bcd_core.model_import import import_model, random_inputs
 from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.store import RecordStore
+from bcd_core.records.timing import session_timing
 from bcd_core.target import target_key
 from bcd_core.tasks import Task, extract_tasks
 from bcd_core.timing import time_runs
@@ -178,7 +179,7 @@ def main() -> None:
         target = session_target(session)
         imported = import_model(args.model, session_input_shapes(session), session_math(session))
         estimate = estimate_per_task_us(store, session["id"])
-        database = SqliteDatabase(store, target_key(target))
+        database = SqliteDatabase(store, target_key(target), timing=session_timing(session))
         executable = compile_tuned(database, imported.relax_mod, target)
         alone = alone_columns(imported.relax_mod, database, target) if args.alone else {}
     dev = tvm.cpu()

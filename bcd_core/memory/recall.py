@@ -17,6 +17,7 @@ from bcd_core.errors import StoreError
 from bcd_core.memory.similar import RememberedTask, TaskLike, most_similar
 from bcd_core.records.database import SqliteDatabase, workload_shash
 from bcd_core.records.store import RecordStore
+from bcd_core.records.timing import WARM, session_timing
 from bcd_core.target import describe_target
 
 Say = Callable[[str], None]  # where the memory's messages go (the session's log)
@@ -139,26 +140,30 @@ def describe_target_key(key: str) -> str:
         return key[:80]
 
 
-def sessions_on_target(store: RecordStore, target_key: str, model_hash: str, label: str, say: Say) -> list[int]:
-    """Ids of the store's sessions of other models tuned for `target_key`. Sessions for other
-    targets are counted in a message (their programs and timings do not carry over); the
-    model's own other sessions are left out: a new session of a model starts over, so that
-    two strategies tuned in one store compare on equal terms."""
-    same, foreign = [], {}
+def sessions_on_target(
+    store: RecordStore, target_key: str, timing: str, model_hash: str, label: str, say: Say
+) -> list[int]:
+    """Ids of the store's sessions of other models tuned for `target_key` and timed as `timing`
+    says. Sessions for other targets, or timed otherwise (flushed caches against warm ones),
+    are counted in a message: their timings do not compare with this tune's. The model's own
+    other sessions are left out: a new session of a model starts over, so that two strategies
+    tuned in one store compare on equal terms."""
+    same, skipped = [], {}
+    target = describe_target_key(target_key)
     for session in store.sessions():
         if session["model_hash"] == model_hash:
             continue
-        if session["target_key"] == target_key:
-            same.append(session["id"])
+        if session["target_key"] != target_key:
+            reason = f"were tuned for {describe_target_key(session['target_key'])}, not for {target}"
+        elif session_timing(session) != timing:
+            reason = f"timed candidates with {session_timing(session)} caches, this tune with {timing} ones"
         else:
-            described = describe_target_key(session["target_key"])
-            foreign[described] = foreign.get(described, 0) + 1
+            same.append(session["id"])
+            continue
+        skipped[reason] = skipped.get(reason, 0) + 1
     where = label or "this store"
-    for described, count in foreign.items():
-        say(
-            f"memory: {count} session(s) in {where} were tuned for {described}, not for "
-            f"{describe_target_key(target_key)}; not used"
-        )
+    for reason, count in skipped.items():
+        say(f"memory: {count} session(s) in {where} {reason}; not used")
     return same
 
 
@@ -196,10 +201,11 @@ def gather_memory(
     own store and in `request.stores`, recorded with the session."""
     if not request.enabled:
         return None
-    key, model_hash = session["target_key"], session["model_hash"]
+    key, model_hash, timing = session["target_key"], session["model_hash"], session_timing(session)
     sources = open_sources(own, key, request.stores)
     session_ids = {
-        label: sessions_on_target(source.store, key, model_hash, label, say) for label, source in sources.items()
+        label: sessions_on_target(source.store, key, timing, model_hash, label, say)
+        for label, source in sources.items()
     }
     memory = build_memory(sources, session_ids, tasks)
     own.record_memory_used(session["id"], memory.sessions if memory else [])
@@ -228,15 +234,16 @@ def recorded_memory(
 
 
 def preview_memory(
-    paths: Sequence[str], target_key: str, model_hash: str, tasks: Sequence[TaskLike], say: Say
+    paths: Sequence[str], target_key: str, model_hash: str, tasks: Sequence[TaskLike], say: Say, timing: str = WARM
 ) -> TuningMemory | None:
-    """The memory a tune of `tasks` would draw on from the stores at `paths` (read-only, for
-    `bcd inspect --db`); nothing is recorded."""
+    """The memory a tune of `tasks` timed as `timing` says would draw on from the stores at
+    `paths` (read-only, for `bcd inspect --db`); nothing is recorded."""
     sources = {}
     for path in paths:
         label = str(Path(path).resolve())
         sources[label] = MemorySource.of(label, open_memory_store(path), target_key)
     session_ids = {
-        label: sessions_on_target(source.store, target_key, model_hash, label, say) for label, source in sources.items()
+        label: sessions_on_target(source.store, target_key, timing, model_hash, label, say)
+        for label, source in sources.items()
     }
     return build_memory(sources, session_ids, tasks)

@@ -40,7 +40,11 @@ class SqliteDatabase(ms.database.PyDatabase):
     to one target when `target_key` is given (a store may hold several targets)."""
 
     def __init__(
-        self, store: RecordStore, target_key: str | None = None, exclude_origins: tuple[str, ...] = ()
+        self,
+        store: RecordStore,
+        target_key: str | None = None,
+        exclude_origins: tuple[str, ...] = (),
+        timing: str | None = None,
     ) -> None:
         super().__init__()
         self.store = store
@@ -48,6 +52,10 @@ class SqliteDatabase(ms.database.PyDatabase):
         # Records of these origins are kept and counted but never handed out as a search's
         # best records (`without`).
         self.exclude_origins = exclude_origins
+        # With `timing` (records/timing.py), records of sessions timed otherwise are never
+        # handed out either: their latencies do not compare.
+        self.timing = timing
+        self.exclude_sessions = store.sessions_timed_otherwise(timing) if timing else ()
         self._lock = threading.RLock()
         self._workloads: dict[int, Workload] = {}  # id -> Workload
         self._ids_by_hash: dict[str, list[int]] = {}
@@ -132,13 +140,17 @@ class SqliteDatabase(ms.database.PyDatabase):
         workload_id = self.find_workload_id(workload.mod)
         if workload_id is None or top_k <= 0:
             return []
-        rows = self.store.top_records(workload_id, self.target_key, top_k, self.exclude_origins)
+        rows = self.store.top_records(workload_id, self.target_key, top_k, self.exclude_origins, self.exclude_sessions)
         return [self.record_from_row(row) for row in rows]
+
+    def top_rows(self, workload_id: int, k: int) -> list[dict[str, Any]]:
+        """The best stored rows of a workload on this target and timing, of every origin."""
+        return self.store.top_records(workload_id, self.target_key, k, exclude_sessions=self.exclude_sessions)
 
     def without(self, *origins: str) -> SqliteDatabase:
         """The same records, except that `get_top_k` (what an EvolutionarySearch seeds its
         population from) leaves out records of `origins`."""
-        return SqliteDatabase(self.store, self.target_key, (*self.exclude_origins, *origins))
+        return SqliteDatabase(self.store, self.target_key, (*self.exclude_origins, *origins), self.timing)
 
     def get_all_tuning_records(self) -> list[TuningRecord]:
         return [self.record_from_row(row) for row in self.store.all_records(self.target_key)]

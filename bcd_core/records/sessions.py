@@ -17,6 +17,7 @@ from bcd_core.records.control import process_alive
 from bcd_core.records.rows import now_iso
 from bcd_core.records.states import SessionStatus, TaskStatus
 from bcd_core.records.store_base import StoreBase
+from bcd_core.records.timing import session_timing
 
 
 class SessionsMixin(StoreBase):
@@ -65,6 +66,10 @@ class SessionsMixin(StoreBase):
     def sessions(self) -> list[dict[str, Any]]:
         with self._lock:
             return list(self.db["sessions"].rows_where(order_by="id"))
+
+    def sessions_timed_otherwise(self, timing: str) -> tuple[int, ...]:
+        """Ids of the sessions that timed their candidates otherwise than `timing` says."""
+        return tuple(session["id"] for session in self.sessions() if session_timing(session) != timing)
 
     def find_session(self, model_hash: str, target_key: str, strategy: str, settings: dict[str, Any]) -> dict | None:
         """The newest session of exactly this model, target, strategy and settings."""

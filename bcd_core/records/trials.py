@@ -103,7 +103,12 @@ class TrialsMixin(StoreBase):
 
     # -- per-workload queries (MetaSchedule's database) -----------------------------------
     def top_records(
-        self, workload_id: int, target_key: str | None, k: int, exclude_origins: tuple[str, ...] = ()
+        self,
+        workload_id: int,
+        target_key: str | None,
+        k: int,
+        exclude_origins: tuple[str, ...] = (),
+        exclude_sessions: tuple[int, ...] = (),
     ) -> list[dict[str, Any]]:
         sql = "select * from trials where workload_id = ? and latency_s is not null"
         params: list[Any] = [workload_id]
@@ -113,6 +118,9 @@ class TrialsMixin(StoreBase):
         if exclude_origins:
             sql += f" and origin not in ({', '.join('?' * len(exclude_origins))})"
             params += list(exclude_origins)
+        if exclude_sessions:  # records imported from JSON belong to no session and stay
+            sql += f" and coalesce(session_id, -1) not in ({', '.join('?' * len(exclude_sessions))})"
+            params += list(exclude_sessions)
         sql += " order by latency_s, id limit ?"
         params.append(k)
         with self._lock:

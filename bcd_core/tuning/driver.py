@@ -80,7 +80,7 @@ def drive(run: TuningRun, contexts: list[ms.TuneContext], scheduler: ms.task_sch
             max_trials_per_task=UNLIMITED,
             num_trials_per_iter=run.settings.batch_size,
             builder=builder,
-            runner=make_runner(run.settings),
+            runner=make_runner(run.settings, run.target),
             database=run.database,
             cost_model=cost_model,
             measure_callbacks=standard_callbacks(recorder),

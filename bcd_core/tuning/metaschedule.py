@@ -85,7 +85,7 @@ def tune_stock(run: TuningRun) -> None:
             max_trials_per_task=budget_left,
             num_trials_per_iter=run.settings.batch_size,
             builder=builder,
-            runner=make_runner(run.settings),
+            runner=make_runner(run.settings, run.target),
             database=run.database,
             cost_model=run.cost_model,
             measure_callbacks=standard_callbacks(recorder),

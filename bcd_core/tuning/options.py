@@ -29,6 +29,7 @@ FIRST_ROUNDS = ("ranked", "stock")  # the default first
 SEARCH_SEEDS = ("own", "all")  # the default first
 MEMBER_FIRST_ROUNDS = ("half", "full")  # the default first
 MATH_MODES = ("fast", "exact")  # values of model_import.MathMode, default first
+CPU_CACHE_MODES = ("warm", "flushed")  # how CPU candidates are timed (tuning/cache_flush.py), default first
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
 
 
@@ -116,6 +117,16 @@ OPTIONS: tuple[Option, ...] = (
         "check compares the outputs with onnxruntime's) or as libm's functions (exact)",
         "--math",
         choices=MATH_MODES,
+        identity_of=ALL_STRATEGIES,
+    ),
+    Option(
+        "cpu_cache",
+        Level.RESEARCH,
+        "how candidates are timed on a CPU: calls repeated with warm caches as stock MetaSchedule "
+        "does (warm, the default), or each run with its weights and output flushed from the caches, "
+        "as inside a model (flushed)",
+        "--cpu-cache",
+        choices=CPU_CACHE_MODES,
         identity_of=ALL_STRATEGIES,
     ),
     Option(

@@ -25,7 +25,7 @@ class PlanPriors:
     def prior(self, representative: int) -> list[tuple[int, Trace]]:
         """Top-k distinct measured programs of the representative (refreshed every call)."""
         run = self.run
-        rows = run.store.top_records(run.workload_ids[representative], run.target_key, 8 * self.settings.prior_top_k)
+        rows = run.database.top_rows(run.workload_ids[representative], 8 * self.settings.prior_top_k)
         return distinct_programs(run, rows, self.settings.prior_top_k)
 
     @property

@@ -39,7 +39,7 @@ def faster_per_flop(
         flops = max(run.tasks[source].flops, 1.0)
         if source not in run.best or run.best[source] / flops >= bound:
             continue  # nothing of it can qualify: spare the store a query
-        for row in run.store.top_records(run.workload_ids[source], run.target_key, 8 * limit):
+        for row in run.database.top_rows(run.workload_ids[source], 8 * limit):
             per_flop = row["latency_s"] / flops if row["latency_s"] else float("inf")
             if per_flop < bound and row["id"] not in exclude:
                 scored.append((per_flop, row["id"], row))

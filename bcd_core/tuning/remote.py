@@ -21,6 +21,7 @@ from tvm.support.popen_pool import PopenPoolExecutor
 
 from bcd_core.errors import BcdError
 from bcd_core.tuning.arguments import remote_arguments
+from bcd_core.tuning.cache_flush import remote_flushed_run_evaluator
 from bcd_core.tuning.settings import TuneSettings, parse_tracker_address
 
 CONNECT_TIMEOUT_S = 5.0  # reaching the tracker's port; a LAN answers in milliseconds
@@ -115,6 +116,7 @@ class TrackerRunner(ms.runner.RPCRunner._cls):  # TVM's documented way to extend
             evaluator_config=evaluator,
             f_create_session=create_session_or_fail,
             f_alloc_argument=remote_arguments,
+            f_run_evaluator=remote_flushed_run_evaluator if evaluator.enable_cpu_cache_flush else None,
             max_workers=workers,
         )
         # Workers start lazily, so the replaced pool never started a process.

@@ -34,6 +34,7 @@ from bcd_core.records.store import (
     RecordStore,
     TrialRow,
 )
+from bcd_core.records.timing import timing_for
 from bcd_core.target import describe_target, target_key
 from bcd_core.tasks import Task, extract_tasks
 from bcd_core.tuning.control import TuningControl
@@ -247,7 +248,7 @@ class TuningRun:
         self.settings = settings
         self.listeners = list(listeners)
         self.target_key = target_key(self.target)
-        self.database = SqliteDatabase(store, self.target_key)
+        self.database = SqliteDatabase(store, self.target_key, timing=timing_for(settings.cpu_cache, self.target_key))
         self._process_start = started_at if started_at is not None else time.perf_counter()
         self.session_id, self.resumed = self._open_session(new_session, resume_session_id)
         self.session = store.session(self.session_id)

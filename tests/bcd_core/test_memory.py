@@ -19,7 +19,7 @@ from bcd_core.memory.recall import COLD, MemoryRequest
 from bcd_core.memory.similar import RememberedTask, most_similar
 from bcd_core.records.states import SEARCH_HIDDEN_ORIGINS
 from bcd_core.records.store import RecordStore
-from bcd_core.target import host_target
+from bcd_core.target import host_target, target_key
 from bcd_core.tasks import Task
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import RoundFinished, SessionMessage
@@ -184,6 +184,25 @@ def test_tunes_for_another_target_are_never_drawn_on(tmp_path: Path, first_model
     assert memory_trials(db, run.session_id) == []
     assert RecordStore(db).memory_used(run.session_id) == []
     assert any("not used" in m and "x" in m for m in messages), messages
+
+
+def test_tunes_timed_with_other_caches_are_never_drawn_on(tmp_path: Path) -> None:
+    """Warm timings (sessions stored before the option, or --cpu-cache warm) read faster than
+    flushed ones: a tune draws only on sessions timed as it is, and says why not on others."""
+    from bcd_core.memory.recall import sessions_on_target
+
+    store = RecordStore(tmp_path / "store.db")
+    key = target_key(host_target())
+    for model, settings in (("a", {}), ("b", {"cpu_cache": "flushed"}), ("c", {"cpu_cache": "warm"})):
+        store.create_session(
+            model_path=f"{model}.onnx", model_hash=model, target="t", target_key=key, strategy="bcd", settings=settings
+        )
+    messages: list[str] = []
+    assert sessions_on_target(store, key, "flushed", "new", "", messages.append) == [2]
+    assert messages == [
+        "memory: 2 session(s) in this store timed candidates with warm caches, this tune with flushed ones; not used"
+    ]
+    assert sessions_on_target(store, key, "warm", "new", "", messages.append) == [1, 3]
 
 
 @pytest.mark.slow

@@ -160,27 +160,32 @@ def test_a_phased_session_written_before_an_identity_key_resumes_with_what_it_ra
     assert stored_identity({"strategy": "metaschedule", "settings": json.dumps(stock)}) == stock
 
 
-def test_a_session_stored_before_the_math_option_resumes_exact_and_a_fast_tune_starts_anew(tmp_path) -> None:
-    """Sessions written before `math` existed imported exact functions: resuming one must too
-    (its tasks hold libm's erf), and a tune with today's default (fast) must not continue it."""
+def test_a_session_stored_before_the_math_and_cpu_cache_options_resumes_as_it_ran(tmp_path) -> None:
+    """Sessions written before `math` and `cpu_cache` existed imported exact functions and timed
+    candidates with warm caches: resuming one must too (its tasks hold libm's erf, its latencies
+    are warm), and a tune with today's default math (fast) or flushed timing must not continue it."""
     from bcd_core.records.store import RecordStore
     from bcd_core.tuning.session import find_session_to_continue, settings_of_session
     from bcd_core.tuning.settings import TuneSettings
 
     store = RecordStore(tmp_path / "old.db")
     ids = {}
+    added_later = ("math", "cpu_cache")
     for strategy in ("bcd", "bcd-phased", "metaschedule"):
-        older = {k: v for k, v in TuneSettings(strategy=strategy).identity().items() if k != "math"}
+        older = {k: v for k, v in TuneSettings(strategy=strategy).identity().items() if k not in added_later}
         older.update({"search_seeds": "all", "member_first_round": "full"} if strategy == "bcd" else {})
         ids[strategy] = store.create_session(
             model_path="m.onnx", model_hash="h", target="t", target_key="k", strategy=strategy, settings=older
         )
     for strategy, sid in ids.items():
-        fast = TuneSettings(strategy=strategy, search_seeds="all", member_first_round="full")
-        assert fast.math == "fast"
-        assert find_session_to_continue(store, "h", "k", fast) is None
-        exact = TuneSettings(strategy=strategy, search_seeds="all", member_first_round="full", math="exact")
-        found = find_session_to_continue(store, "h", "k", exact)
+        before = {"strategy": strategy, "search_seeds": "all", "member_first_round": "full"}
+        today = TuneSettings(**before)
+        assert (today.math, today.cpu_cache) == ("fast", "warm")
+        assert find_session_to_continue(store, "h", "k", today) is None
+        flushed = TuneSettings(**before, math="exact", cpu_cache="flushed")
+        assert find_session_to_continue(store, "h", "k", flushed) is None
+        found = find_session_to_continue(store, "h", "k", TuneSettings(**before, math="exact"))
         assert found is not None and found["id"] == sid
-        assert settings_of_session(found, TuneSettings()).math == "exact"
+        resumed = settings_of_session(found, TuneSettings())
+        assert (resumed.math, resumed.cpu_cache) == ("exact", "warm")
     store.close()

@@ -118,6 +118,34 @@ def test_records_of_other_targets_are_not_used(tmp_path: Path, dense_task, host)
     assert len(SqliteDatabase(store)) == 1
 
 
+def test_records_of_sessions_timed_otherwise_are_not_handed_out(tmp_path: Path, dense_task, host) -> None:
+    """Warm timings read faster than flushed ones for the same program: a database for one
+    timing never hands out the other's records (sessions stored before the option: warm)."""
+    from bcd_core.records.timing import session_timing
+
+    store = RecordStore(tmp_path / "r.db")
+    key = target_key(host)
+    database = SqliteDatabase(store, key)
+    workload = database.commit_workload(dense_task.mod)
+    for settings, seconds in (({}, 1e-5), ({"cpu_cache": "flushed"}, 2e-5), ({"cpu_cache": "warm"}, 3e-5)):
+        sid = store.create_session(
+            model_path="m", model_hash="h", target="{}", target_key=key, strategy="metaschedule", settings=settings
+        )
+        row = database.trial_from_record(make_record(dense_task, host, workload, seconds), origin="evolved")
+        store.record_round(sid, [row], {"round": 1, "elapsed_s": 0.1, "trials_done": 1})
+    store.add_imported_trials([database.trial_from_record(make_record(dense_task, host, workload, 4e-5), "imported")])
+
+    def seconds(timing: str | None) -> list[float]:
+        return [float(r.run_secs[0]) for r in SqliteDatabase(store, key, timing=timing).get_top_k(workload, 9)]
+
+    assert seconds("flushed") == pytest.approx([2e-5, 4e-5])
+    assert seconds("warm") == pytest.approx([1e-5, 3e-5, 4e-5])
+    assert seconds(None) == pytest.approx([1e-5, 2e-5, 3e-5, 4e-5])
+    assert [session_timing(s) for s in store.sessions()] == ["warm", "flushed", "warm"]
+    gpu = {"settings": '{"cpu_cache": "flushed"}', "target_key": '{"kind": "cuda", "arch": "sm_90"}'}
+    assert session_timing(gpu) == "warm", "GPU candidates are never flushed"
+
+
 def test_round_is_atomic(tmp_path: Path) -> None:
     store = RecordStore(tmp_path / "r.db")
     sid = store.create_session(

@@ -1,7 +1,9 @@
 """Real MetaSchedule tuning on tiny models, through the SQLite store, then export."""
 
+import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import models
@@ -15,6 +17,7 @@ from bcd_core.model_import import import_model, random_inputs
 from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.store import RecordStore
 from bcd_core.target import target_key
+from bcd_core.tuning.cache_flush import MAX_RUNS, MIN_RUNS
 from bcd_core.tuning.events import RoundFinished, SessionFinished, SessionStarted
 from bcd_core.tuning.session import estimated_latency
 from bcd_core.tuning.settings import TuneSettings
@@ -45,6 +48,8 @@ def test_every_measured_candidate_is_recorded(tuned) -> None:
     for trial in trials:
         assert trial["trace"] and trial["origin"] == "evolved"
         assert (trial["latency_s"] is None) == (trial["error"] is not None)
+        if trial["latency_s"] is not None:  # warm, as stock: runner_repeat averages
+            assert len(json.loads(trial["run_secs"])) == TuneSettings().runner_repeat
     # Global budget (trials per task x tasks), as stock MetaSchedule's tune_relax uses it.
     assert len(trials) <= 3 * len(tasks) + 2
 
@@ -196,3 +201,24 @@ def test_a_fast_math_session_exports_with_the_import_it_was_tuned_with(tmp_path:
     assert missing_records(database, import_model(gelu_model).relax_mod, host), "exact tasks differ"
     result = export_tuned_session(store, run.session_id, tmp_path / "gelu", runs=3)
     assert result.check is not None and result.check.matches, result.check
+
+
+def test_flushed_timing_on_request_kept_apart_from_warm(tmp_path: Path, tiny_mlp: Path, host) -> None:
+    """`cpu_cache="flushed"` times each run alone after flushing the caches (several runs per
+    candidate); its records never rank against a warm session's in the same store."""
+    from bcd_core.export import export_tuned_session
+    from bcd_core.records.timing import session_timing
+
+    db = tmp_path / "both.db"
+    warm = TuneSettings(strategy="metaschedule", trials_per_task=2, trials_per_round=2)
+    warm_run = run_session(tiny_mlp, db, host, warm)
+    flushed_run = run_session(tiny_mlp, db, host, replace(warm, cpu_cache="flushed"))
+    store = RecordStore(db)
+    assert flushed_run.session_id != warm_run.session_id, "the timing is part of the session's identity"
+    sessions = [store.session(sid) for sid in (warm_run.session_id, flushed_run.session_id)]
+    assert [session_timing(s) for s in sessions] == ["warm", "flushed"]
+    measured = [t for t in store.trials(flushed_run.session_id) if t["latency_s"] is not None]
+    assert measured and all(MIN_RUNS <= len(json.loads(t["run_secs"])) <= MAX_RUNS for t in measured)
+    assert set(flushed_run.database.exclude_sessions) == {warm_run.session_id}
+    result = export_tuned_session(store, flushed_run.session_id, tmp_path / "flushed", runs=3)
+    assert result.check is not None and result.check.matches
