@@ -90,6 +90,14 @@ def target_key(target: Target) -> str:
     return json.dumps(target_to_dict(target), sort_keys=True)
 
 
+def target_of_key(key: str) -> Target | None:
+    """The target a stored key names; None for a key of another tool version or unknown kind."""
+    try:
+        return Target(json.loads(key))
+    except Exception:  # noqa: BLE001 - whatever TVM raises on a key it cannot read
+        return None
+
+
 def target_to_dict(target: Target) -> dict[str, Any]:
     return json.loads(str(target))  # str(Target) is its canonical JSON
 

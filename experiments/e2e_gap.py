@@ -39,6 +39,7 @@ from bcd_core.records.timing import session_timing
 from bcd_core.target import target_key
 from bcd_core.tasks import Task, extract_tasks
 from bcd_core.timing import time_runs
+from bcd_core.tuning.cache_flush import FLUSH_BEFORE_EACH_RUN
 from bcd_core.untuned import standard_normal_arguments
 
 NO_OP = 0  # VMInstrumentReturnKind: run the call as usual
@@ -123,15 +124,16 @@ def alone_us(task: Task, database: SqliteDatabase, target, flush: bool, repeat: 
     if schedule is None:
         return math.nan
     library = tvm.compile(schedule.mod, target=target).mod
-    dev = tvm.cpu()
+    return library_us(library, standard_normal_arguments(task, tvm.cpu()), flush, repeat)
+
+
+def library_us(library, arguments: list, flush: bool, repeat: int) -> float:
+    """Median us per call of a compiled task: runs of 10 warm calls, or of one call after
+    every argument but the first left the caches (`flush`)."""
     timer = library.time_evaluator(
-        "main",
-        dev,
-        number=1 if flush else 10,
-        repeat=repeat,
-        f_preproc="cache_flush_cpu_non_first_arg" if flush else "",
+        "main", tvm.cpu(), number=1 if flush else 10, repeat=repeat, f_preproc=FLUSH_BEFORE_EACH_RUN if flush else ""
     )
-    return statistics.median(timer(*standard_normal_arguments(task, dev)).results) * 1e6
+    return statistics.median(timer(*arguments).results) * 1e6
 
 
 def alone_columns(model_mod, database: SqliteDatabase, target) -> dict[str, tuple[float, float]]:

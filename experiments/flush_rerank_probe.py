@@ -13,11 +13,11 @@ ranking picks another program and what that saves, in weighted microseconds.
 from __future__ import annotations
 
 import argparse
-import statistics
 from contextlib import closing
 from pathlib import Path
 
 import tvm
+from e2e_gap import library_us  # the same timing as e2e_gap.py --alone
 
 from bcd_core.export import session_input_shapes, session_math, session_target
 from bcd_core.model_import import import_model
@@ -28,16 +28,7 @@ from bcd_core.target import target_key
 from bcd_core.tasks import extract_tasks
 from bcd_core.untuned import standard_normal_arguments
 
-
-def time_us(library, arguments, flush: bool, repeat: int = 20) -> float:
-    timer = library.time_evaluator(
-        "main",
-        tvm.cpu(),
-        number=1 if flush else 10,
-        repeat=repeat,
-        f_preproc="cache_flush_cpu_non_first_arg" if flush else "",
-    )
-    return statistics.median(timer(*arguments).results) * 1e6
+REPEAT = 20
 
 
 def main() -> None:
@@ -65,7 +56,9 @@ def main() -> None:
                 sch = tvm.s_tir.Schedule(task.mod)
                 record.trace.apply_to_schedule(sch, remove_postproc=False)
                 library = tvm.compile(sch.mod, target=target).mod
-                rows.append((time_us(library, arguments, False), time_us(library, arguments, True)))
+                rows.append(
+                    (library_us(library, arguments, False, REPEAT), library_us(library, arguments, True, REPEAT))
+                )
             warm_pick = min(range(len(rows)), key=lambda i: rows[i][0])
             cold_pick = min(range(len(rows)), key=lambda i: rows[i][1])
             changed += warm_pick != cold_pick

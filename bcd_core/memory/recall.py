@@ -4,21 +4,19 @@ same sessions."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tvm.s_tir.schedule import Trace
-from tvm.target import Target
 
 from bcd_core.errors import StoreError
 from bcd_core.memory.similar import RememberedTask, TaskLike, most_similar
 from bcd_core.records.database import SqliteDatabase, workload_shash
 from bcd_core.records.store import RecordStore
 from bcd_core.records.timing import WARM, session_timing
-from bcd_core.target import describe_target
+from bcd_core.target import describe_target, target_of_key
 
 Say = Callable[[str], None]  # where the memory's messages go (the session's log)
 
@@ -134,10 +132,8 @@ def open_memory_store(path: str | Path) -> RecordStore:
 
 def describe_target_key(key: str) -> str:
     """A stored target key as `describe_target` words it (the key itself if it is not one)."""
-    try:
-        return describe_target(Target(json.loads(key)))
-    except Exception:  # a key of another tool version or an unknown kind: show it as it is
-        return key[:80]
+    target = target_of_key(key)
+    return describe_target(target) if target is not None else key[:80]
 
 
 def sessions_on_target(
@@ -155,8 +151,8 @@ def sessions_on_target(
             continue
         if session["target_key"] != target_key:
             reason = f"were tuned for {describe_target_key(session['target_key'])}, not for {target}"
-        elif session_timing(session) != timing:
-            reason = f"timed candidates with {session_timing(session)} caches, this tune with {timing} ones"
+        elif (timed := session_timing(session)) != timing:
+            reason = f"timed candidates with {timed} caches, this tune with {timing} ones"
         else:
             same.append(session["id"])
             continue

@@ -13,24 +13,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tvm.target import Target
-
-from bcd_core.target import is_gpu
+from bcd_core.target import is_gpu, target_of_key
 
 WARM = "warm"
 FLUSHED = "flushed"
 
 
-def is_gpu_key(key: str) -> bool:
-    try:
-        return is_gpu(Target(json.loads(key)))
-    except Exception:  # a key of another tool version: not a GPU bcd knows
-        return False
-
-
 def timing_for(cpu_cache: str, target_key: str) -> str:
     """GPU candidates are never flushed, whatever the setting says."""
-    return WARM if is_gpu_key(target_key) else cpu_cache
+    target = target_of_key(target_key)
+    return WARM if target is not None and is_gpu(target) else cpu_cache
 
 
 def session_timing(session: dict[str, Any]) -> str:
