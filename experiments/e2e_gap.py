@@ -38,7 +38,7 @@ from bcd_core.records.store import RecordStore
 from bcd_core.records.timing import session_timing
 from bcd_core.target import target_key
 from bcd_core.tasks import Task, extract_tasks
-from bcd_core.timing import time_runs
+from bcd_core.timing import time_in_turns, time_runs
 from bcd_core.tuning.cache_flush import FLUSH_BEFORE_EACH_RUN
 from bcd_core.untuned import standard_normal_arguments
 
@@ -134,6 +134,25 @@ def library_us(library, arguments: list, flush: bool, repeat: int) -> float:
         "main", tvm.cpu(), number=1 if flush else 10, repeat=repeat, f_preproc=FLUSH_BEFORE_EACH_RUN if flush else ""
     )
     return statistics.median(timer(*arguments).results) * 1e6
+
+
+def record_library(task: Task, record, target):
+    """One tuning record's program for `task`, compiled by itself."""
+    sch = tvm.s_tir.Schedule(task.mod)
+    record.trace.apply_to_schedule(sch, remove_postproc=False)
+    return tvm.compile(sch.mod, target=target).mod
+
+
+def print_models_in_turns(vms: dict[str, relax.VirtualMachine], arguments: list, passes: int) -> None:
+    """Time compiled models in turns (bcd_core/timing.py), `passes` times 5 blocks of 100 runs,
+    and print each model's medians."""
+    runs = {name: (lambda vm=vm: vm["main"](*arguments)) for name, vm in vms.items()}
+    medians: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(passes):
+        for name, timing in time_in_turns(runs, runs=100, passes=5).items():
+            medians[name].append(timing.median_ms)
+    for name, values in medians.items():
+        print(f"{name:16} " + " ".join(f"{v:8.3f}" for v in values) + f"   median {statistics.median(values):8.3f} ms")
 
 
 def alone_columns(model_mod, database: SqliteDatabase, target) -> dict[str, tuple[float, float]]:

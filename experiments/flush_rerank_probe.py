@@ -17,7 +17,7 @@ from contextlib import closing
 from pathlib import Path
 
 import tvm
-from e2e_gap import library_us  # the same timing as e2e_gap.py --alone
+from e2e_gap import library_us, record_library  # the same timing as e2e_gap.py --alone
 
 from bcd_core.export import session_input_shapes, session_math, session_target
 from bcd_core.model_import import import_model
@@ -53,9 +53,7 @@ def main() -> None:
             arguments = standard_normal_arguments(task, tvm.cpu())
             rows = []
             for record in records:
-                sch = tvm.s_tir.Schedule(task.mod)
-                record.trace.apply_to_schedule(sch, remove_postproc=False)
-                library = tvm.compile(sch.mod, target=target).mod
+                library = record_library(task, record, target)
                 rows.append(
                     (library_us(library, arguments, False, REPEAT), library_us(library, arguments, True, REPEAT))
                 )

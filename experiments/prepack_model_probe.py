@@ -22,17 +22,16 @@ from __future__ import annotations
 
 import argparse
 import logging
-import statistics
 import tempfile
 from pathlib import Path
 
 import tvm
+from e2e_gap import print_models_in_turns  # the models timed as rerank_probe.py times them
 from tvm import relax
 
 from bcd_core.model_import import import_model, random_inputs
 from bcd_core.target import host_target
 from bcd_core.tasks import extract_tasks
-from bcd_core.timing import time_in_turns
 
 
 def tuned_executable(mod: tvm.IRModule, target, trials_per_task: int, prepack: bool):
@@ -68,13 +67,7 @@ def main() -> None:
             executable = tuned_executable(imported.relax_mod, target, args.trials_per_task, prepack)
             vms[name] = relax.VirtualMachine(executable, dev)
             print(f"tuned {name}", flush=True)
-    runs = {name: (lambda vm=vm: vm["main"](*arguments)) for name, vm in vms.items()}
-    medians: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(args.passes):
-        for name, timing in time_in_turns(runs, runs=100, passes=5).items():
-            medians[name].append(timing.median_ms)
-    for name, values in medians.items():
-        print(f"{name:16} " + " ".join(f"{v:8.3f}" for v in values) + f"   median {statistics.median(values):8.3f} ms")
+    print_models_in_turns(vms, arguments, args.passes)
 
 
 if __name__ == "__main__":

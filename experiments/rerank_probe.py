@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import argparse
 import functools
-import statistics
 from contextlib import closing
 from pathlib import Path
 
 import tvm
-from e2e_gap import library_us  # the same timing as e2e_gap.py --alone
+from e2e_gap import library_us, print_models_in_turns, record_library  # e2e_gap.py --alone's timing
 from tvm import relax
 from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.meta_schedule.database import TuningRecord
@@ -38,7 +37,6 @@ from bcd_core.records.store import RecordStore
 from bcd_core.records.timing import session_timing
 from bcd_core.target import target_key
 from bcd_core.tasks import extract_tasks
-from bcd_core.timing import time_in_turns
 from bcd_core.untuned import standard_normal_arguments
 
 REPEAT = 20
@@ -56,9 +54,7 @@ def flushed_picks(database: SqliteDatabase, mod: tvm.IRModule, target, top: int)
         arguments = standard_normal_arguments(task, tvm.cpu())
         cold = []
         for record in records:
-            sch = tvm.s_tir.Schedule(task.mod)
-            record.trace.apply_to_schedule(sch, remove_postproc=False)
-            cold.append(library_us(tvm.compile(sch.mod, target=target).mod, arguments, True, REPEAT))
+            cold.append(library_us(record_library(task, record, target), arguments, True, REPEAT))
         best = min(range(len(cold)), key=cold.__getitem__)
         changed += best != 0
         print(f"{task.name[:48]:48} x{task.weight:<3} flushed #0 {cold[0]:8.1f} us, pick #{best} {cold[best]:8.1f} us")
@@ -102,13 +98,7 @@ def main() -> None:
     vms = {"runner's picks": relax.VirtualMachine(plain, dev), "flushed picks": relax.VirtualMachine(reranked, dev)}
     if compiled_vm is not None:
         vms["runner's picks, compiled VM"] = relax.VirtualMachine(compiled_vm, dev)
-    runs = {name: (lambda vm=vm: vm["main"](*arguments)) for name, vm in vms.items()}
-    medians: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(args.passes):
-        for name, timing in time_in_turns(runs, runs=100, passes=5).items():
-            medians[name].append(timing.median_ms)
-    for name, values in medians.items():
-        print(f"{name:16} " + " ".join(f"{v:8.3f}" for v in values) + f"   median {statistics.median(values):8.3f} ms")
+    print_models_in_turns(vms, arguments, args.passes)
 
 
 if __name__ == "__main__":
