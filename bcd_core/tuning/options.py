@@ -27,7 +27,7 @@ REPRESENTATIVE_RULES = ("similar", "heaviest")  # values of clustering.Represent
 LATE_COST_MODELS = ("metaschedule", "shared")
 FIRST_ROUNDS = ("ranked", "stock")  # the default first
 SEARCH_SEEDS = ("own", "all")  # the default first
-MEMBER_FIRST_ROUNDS = ("half", "full")  # the default first
+MEMBER_FIRST_ROUNDS = ("by-work", "half", "full")  # the default first
 MATH_MODES = ("fast", "exact")  # values of model_import.MathMode, default first
 CPU_CACHE_MODES = ("warm", "flushed")  # how CPU candidates are timed (tuning/cache_flush.py), default first
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
@@ -158,7 +158,8 @@ OPTIONS: tuple[Option, ...] = (
         "member_first_round",
         Level.RESEARCH,
         "size of the first round of a task that received programs from its cluster or the tuning memory: "
-        "half a round (its diffused programs and as many picks of its own) or a full one",
+        "half a round (its diffused programs and as many picks of its own), a full one, or by work "
+        "(half for a task with less work than the model's average task, full for the others)",
         "--member-first-round",
         choices=MEMBER_FIRST_ROUNDS,
         identity_of=(SEEDED,),

@@ -23,12 +23,16 @@ with the stock settings. BCD adds three things:
   version failed to build or run (a compiler that takes minutes on a wide odd-width vector
   loop: the builder's timeout each time) is diffused nowhere again. The first round robin
   measures every cluster's representative before any member, so members already get their
-  cluster's programs in their first round, which is then half a round (`own_first_picks`):
-  the first full estimate comes sooner and the gradient rule places the trials saved.
+  cluster's programs in their first round. For a member with less work than the model's
+  average task that round is then half a round (`own_first_picks`): the first full
+  estimate comes sooner and the gradient rule places the trials saved. A heavier member
+  keeps a whole round of its own picks beside them, since its final sets the model's:
+  when its cluster-mates' programs suit it poorly, four picks of its own found no good
+  basin and its search stayed in a poor one.
 - Memory (bcd_core/memory): programs of the most similar tasks of earlier tunes on this
   target, of any model, are diffused the same way and in the same share, before the
   cluster's (the nearest remembered tasks' best programs first; the rest come in later
-  rounds), so a task given them also measures half a first round; the cost model learns
+  rounds), so a task given them measures a first round by the same rule; the cost model learns
   from their measurements before the first round (driver.py). An earlier tune's program
   for this very workload is reused unchanged and, as MetaSchedule reuses a tuned
   workload's records, may seed the task's search.
@@ -40,6 +44,7 @@ import logging
 import math
 import random
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from tvm.ir.utils import derived_object
@@ -56,6 +61,7 @@ from bcd_core.records.states import (
     TaskStatus,
     TrialOrigin,
 )
+from bcd_core.tasks import Task
 from bcd_core.tuning.driver import drive
 from bcd_core.tuning.first_round import module_hash, ranked_samples
 from bcd_core.tuning.metaschedule import evolutionary_search
@@ -108,6 +114,15 @@ def own_first_picks(batch: int, diffused: int, half: bool) -> int:
     return min(max(batch // 2 - diffused, diffused), batch - diffused)
 
 
+def heavier_than_average(tasks: Sequence[Task]) -> set[int]:
+    """Indices of the tasks with more work (FLOPs x weight) than the average task with work."""
+    work = {index: task.weighted_flops for index, task in enumerate(tasks) if task.weighted_flops > 0}
+    if not work:
+        return set()
+    average = sum(work.values()) / len(work)
+    return {index for index, value in work.items() if value > average}
+
+
 class SeededPlan(ClusterSteering):
     """Who goes next (MetaSchedule's gradient rule, steered by the user) and which diffused
     programs join a task's round."""
@@ -129,6 +144,7 @@ class SeededPlan(ClusterSteering):
         self.reproposed = 0  # candidates the searches proposed again, dropped
         rows = run.store.tasks(run.session_id)
         self.provenance_written = {row["idx"] for row in rows if row["diffused_best_s"] is not None}
+        self.heavy = heavier_than_average(run.tasks)
         self._restore_received()
         self.recluster()
         run.batch_hooks.append(self.after_batch)
@@ -247,8 +263,14 @@ class SeededPlan(ClusterSteering):
         seen = self.seen.setdefault(task_index, set())
         quota = min(self.diffusion_quota(task_index, batch), batch)
         seeds = self.diffused(task_index, quota, seen) if quota else []
-        count = own_first_picks(batch, len(seeds), self.settings.member_first_round == "half")
+        count = own_first_picks(batch, len(seeds), self.halves_first_round(task_index))
         return self.ranked(task_index, count, explore=count // 2) + seeds
+
+    def halves_first_round(self, task_index: int) -> bool:
+        """Whether a task given diffused programs measures only half a first round
+        (`member_first_round`)."""
+        rule = self.settings.member_first_round
+        return rule == "half" or (rule == "by-work" and task_index not in self.heavy)
 
     def ranked(self, task_index: int, count: int, explore: int = 0) -> list[ms.MeasureCandidate]:
         run = self.run

@@ -144,7 +144,11 @@ class TuneSettings:
     # "bcd": how large the first round of a task that received diffused programs is. "half":
     # those programs and as many picks of its own, half a round, so the first round robin (and
     # with it the model's first full estimate) ends sooner and the gradient rule spends the
-    # rest where it pays; "full": a whole round, as every other task.
+    # rest where it pays; "full": a whole round, as every other task; "by-work": half for a
+    # task with less work (FLOPs x weight) than the model's average task, full for the others.
+    # A heavy task whose cluster-mates' programs suit it poorly (a 3-channel first convolution)
+    # found no good basin in 4 picks of its own, and its search stayed in the poor one: the
+    # trials saved on the light tasks are most of the time saved, the heavy ones set the final.
     member_first_round: str = MEMBER_FIRST_ROUNDS[0]
 
     def __post_init__(self) -> None:

@@ -18,6 +18,7 @@ from bcd_core.tuning.seeded import (
     SeededPlan,
     failed_sources,
     first_round_order,
+    heavier_than_average,
     own_first_picks,
     task_gradient,
 )
@@ -129,16 +130,29 @@ def test_a_task_given_programs_measures_half_a_first_round() -> None:
 
 
 def test_members_first_rounds_are_shorter_when_their_cluster_gave_them_programs(seeded, layout) -> None:
+    """By work (the default): a member given its cluster's programs measures half a first
+    round when it has less work than the model's average task, a whole one otherwise."""
     run, store = seeded
-    _, conv = layout
+    prepared, conv = layout
     rows = rows_by_index(store, run.session_id)
     first = first_batches(store, run.session_id)
     _, rep = first[rows[conv.representative]["id"]]
     assert len(rep) == SETTINGS.batch_size and not any(t["origin"] == "diffused" for t in rep)
-    members = [first[rows[m]["id"]][1] for m in conv.followers()]
-    given = [batch for batch in members if any(t["origin"] == "diffused" for t in batch)]
-    assert given, "no member received its cluster's programs in its first round"
-    assert all(len(batch) == SETTINGS.batch_size // 2 for batch in given)
+    heavy = heavier_than_average(prepared.tasks)
+    given = {m: first[rows[m]["id"]][1] for m in conv.followers()}
+    given = {m: batch for m, batch in given.items() if any(t["origin"] == "diffused" for t in batch)}
+    assert set(given) - heavy, "no light member received its cluster's programs in its first round"
+    for member, batch in given.items():
+        assert len(batch) == (SETTINGS.batch_size if member in heavy else SETTINGS.batch_size // 2), member
+
+
+def test_heavier_than_average_counts_only_tasks_with_work(layout) -> None:
+    prepared, _ = layout
+    work = [task.weighted_flops for task in prepared.tasks]
+    heavy = heavier_than_average(prepared.tasks)
+    average = sum(w for w in work if w > 0) / sum(w > 0 for w in work)
+    assert heavy and heavy == {index for index, w in enumerate(work) if w > average}
+    assert heavier_than_average([]) == set()
 
 
 def test_diffusion_only_adds_to_the_search(seeded) -> None:
