@@ -185,6 +185,16 @@ def print_table(
         print(line)
 
 
+def open_session(store: RecordStore, model: Path, session_id: int | None = None):
+    """A session of the store (its newest by default), its target, the model imported as it
+    was tuned, and the store's records as MetaSchedule's database for that target."""
+    session = store.session(session_id) if session_id else store.sessions()[-1]
+    target = session_target(session)
+    imported = import_model(model, session_input_shapes(session), session_math(session))
+    database = SqliteDatabase(store, target_key(target), timing=session_timing(session))
+    return session, target, imported, database
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("store", type=Path)
@@ -196,11 +206,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     with closing(RecordStore(args.store, create=False)) as store:
-        session = store.session(args.session) if args.session else store.sessions()[-1]
-        target = session_target(session)
-        imported = import_model(args.model, session_input_shapes(session), session_math(session))
+        session, target, imported, database = open_session(store, args.model, args.session)
         estimate = estimate_per_task_us(store, session["id"])
-        database = SqliteDatabase(store, target_key(target), timing=session_timing(session))
         executable = compile_tuned(database, imported.relax_mod, target)
         alone = alone_columns(imported.relax_mod, database, target) if args.alone else {}
     dev = tvm.cpu()

@@ -17,14 +17,9 @@ from contextlib import closing
 from pathlib import Path
 
 import tvm
-from e2e_gap import library_us, record_library  # the same timing as e2e_gap.py --alone
+from e2e_gap import library_us, open_session, record_library  # the same timing as e2e_gap.py --alone
 
-from bcd_core.export import session_input_shapes, session_math, session_target
-from bcd_core.model_import import import_model
-from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.store import RecordStore
-from bcd_core.records.timing import session_timing
-from bcd_core.target import target_key
 from bcd_core.tasks import extract_tasks
 from bcd_core.untuned import standard_normal_arguments
 
@@ -38,10 +33,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=8)
     args = parser.parse_args()
     with closing(RecordStore(args.store, create=False)) as store:
-        session = store.sessions()[-1]
-        target = session_target(session)
-        imported = import_model(args.model, session_input_shapes(session), session_math(session))
-        database = SqliteDatabase(store, target_key(target), timing=session_timing(session))
+        _, target, imported, database = open_session(store, args.model)
         totals = {"warm pick, warm": 0.0, "warm pick, flushed": 0.0, "flushed pick, flushed": 0.0}
         changed = 0
         tasks = extract_tasks(imported.relax_mod, target)

@@ -25,17 +25,15 @@ from contextlib import closing
 from pathlib import Path
 
 import tvm
-from e2e_gap import library_us, print_models_in_turns, record_library  # e2e_gap.py --alone's timing
+from e2e_gap import library_us, open_session, print_models_in_turns, record_library  # e2e_gap.py --alone's timing
 from tvm import relax
 from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.meta_schedule.database import TuningRecord
 
-from bcd_core.export import compile_tuned, session_input_shapes, session_math, session_target
-from bcd_core.model_import import import_model, random_inputs
+from bcd_core.export import compile_tuned
+from bcd_core.model_import import random_inputs
 from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.store import RecordStore
-from bcd_core.records.timing import session_timing
-from bcd_core.target import target_key
 from bcd_core.tasks import extract_tasks
 from bcd_core.untuned import standard_normal_arguments
 
@@ -85,10 +83,7 @@ def main() -> None:
     parser.add_argument("--compiled-vm", action="store_true", help="also the runner's picks with exec_mode='compiled'")
     args = parser.parse_args()
     with closing(RecordStore(args.store, create=False)) as store:
-        session = store.sessions()[-1]
-        target = session_target(session)
-        imported = import_model(args.model, session_input_shapes(session), session_math(session))
-        database = SqliteDatabase(store, target_key(target), timing=session_timing(session))
+        _, target, imported, database = open_session(store, args.model)
         plain = compile_tuned(database, imported.relax_mod, target)
         picked = flushed_picks(database, imported.relax_mod, target, args.top)
         reranked = ms.relax_integration.compile_relax(picked, imported.relax_mod, target, params={})
