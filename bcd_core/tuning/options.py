@@ -25,9 +25,9 @@ PHASED = "bcd-phased"
 CLUSTER_MODES = ("loose-sketch", "sketch", "operator")  # values of clustering.ClusterMode, default first
 REPRESENTATIVE_RULES = ("similar", "heaviest")  # values of clustering.RepresentativeRule, default first
 LATE_COST_MODELS = ("metaschedule", "shared")
-FIRST_ROUNDS = ("ranked", "stock")  # the default first
+FIRST_ROUNDS = ("ranked", "stock", "cold", "by-work")  # the default first
 SEARCH_SEEDS = ("own", "all")  # the default first
-MEMBER_FIRST_ROUNDS = ("by-work", "half", "full")  # the default first
+MEMBER_FIRST_ROUNDS = ("by-work", "half", "full", "plus")  # the default first
 MATH_MODES = ("fast", "exact")  # values of model_import.MathMode, default first
 CPU_CACHE_MODES = ("warm", "flushed")  # how CPU candidates are timed (tuning/cache_flush.py), default first
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
@@ -140,7 +140,9 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "first_round",
         Level.RESEARCH,
-        "how a task's first round picks candidates: ranked fresh samples, or stock's evolutionary search",
+        "how a task's first round picks candidates: ranked fresh samples, stock's evolutionary search under the "
+        "shared model, that search under random scores until the task has measurements (cold, as stock), or cold "
+        "for tasks with more work than the average task and ranked for the others (by-work)",
         "--first-round",
         choices=FIRST_ROUNDS,
         identity_of=(SEEDED,),
@@ -159,7 +161,8 @@ OPTIONS: tuple[Option, ...] = (
         Level.RESEARCH,
         "size of the first round of a task that received programs from its cluster or the tuning memory: "
         "half a round (its diffused programs and as many picks of its own), a full one, or by work "
-        "(half for a task with less work than the model's average task, full for the others)",
+        "(half for a task with less work than the model's average task, full for the others), or plus "
+        "(as by work, but the heavier tasks measure a whole round of their own picks and the diffused programs on top)",
         "--member-first-round",
         choices=MEMBER_FIRST_ROUNDS,
         identity_of=(SEEDED,),

@@ -50,6 +50,7 @@ from typing import Any
 from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 
+from bcd_core.cost_model.cold_task import ColdUntilMeasured
 from bcd_core.cost_model.phased import python_model
 from bcd_core.diffusion import diffuse
 from bcd_core.memory.recall import RememberedProgram
@@ -256,21 +257,39 @@ class SeededPlan(ClusterSteering):
             batch += self.ranked(task_index, short)
         return batch
 
-    def first_round(self, task_index: int, batch: int) -> list[ms.MeasureCandidate]:
-        """A task's first batch: its cluster's diffused programs (up to the quota), then a
-        fresh sample of its design space, half the cost model's best, half at random
-        (first_round.py). See `own_first_picks` for its size."""
+    def first_round(self, task_index: int, left: int) -> list[ms.MeasureCandidate]:
+        """A task's first batch (at most `left` trials): its cluster's diffused programs (up
+        to the quota), then a fresh sample of its design space, half the cost model's best,
+        half at random (first_round.py). See `own_first_picks` for its size; with `plus` a
+        heavier task's own picks are a whole batch and the diffused programs come on top."""
+        batch = min(self.settings.batch_size, left)
         seen = self.seen.setdefault(task_index, set())
         quota = min(self.diffusion_quota(task_index, batch), batch)
         seeds = self.diffused(task_index, quota, seen) if quota else []
         count = own_first_picks(batch, len(seeds), self.halves_first_round(task_index))
+        if self.adds_to_first_round(task_index):
+            count = min(batch, left - len(seeds))
         return self.ranked(task_index, count, explore=count // 2) + seeds
+
+    def first_round_of(self, task_index: int) -> str:
+        """How the task's first round picks its own candidates (`first_round`): with by-work,
+        stock's way (cold) for a task with more work than the average, whose final sets the
+        model's, and ranked fresh samples, cheaper, for the others."""
+        rule = self.settings.first_round
+        if rule == "by-work":
+            return "cold" if task_index in self.heavy else "ranked"
+        return rule
 
     def halves_first_round(self, task_index: int) -> bool:
         """Whether a task given diffused programs measures only half a first round
         (`member_first_round`)."""
         rule = self.settings.member_first_round
-        return rule == "half" or (rule == "by-work" and task_index not in self.heavy)
+        return rule == "half" or (rule in ("by-work", "plus") and task_index not in self.heavy)
+
+    def adds_to_first_round(self, task_index: int) -> bool:
+        """Whether a heavier task's diffused programs come on top of a whole first round of
+        its own picks (`member_first_round` plus), not in place of some of them."""
+        return self.settings.member_first_round == "plus" and task_index in self.heavy
 
     def ranked(self, task_index: int, count: int, explore: int = 0) -> list[ms.MeasureCandidate]:
         run = self.run
@@ -383,6 +402,7 @@ class SeededSearch(ms.search_strategy.PySearchStrategy):
         self.inner = evolutionary_search(plan.run)
         self.rounds = 0  # batches generated in this run
         self.batch_size = plan.settings.batch_size
+        self.cold_model: ColdUntilMeasured | None = None  # with first round "cold"
 
     def _initialize_with_tune_context(self, context: ms.TuneContext) -> None:
         self.inner._initialize_with_tune_context(context)
@@ -392,6 +412,10 @@ class SeededSearch(ms.search_strategy.PySearchStrategy):
         self.batch_size = num_trials_per_iter
         if self.plan.settings.search_seeds == "own":
             database = self.plan.run.database.without(*SEARCH_HIDDEN_ORIGINS)
+        if self.plan.first_round_of(self.task_index) == "cold":
+            measured = bool(self.plan.run.rounds_per_task.get(self.task_index))
+            self.cold_model = ColdUntilMeasured(cost_model, self.plan.diffusion_seed(self.task_index), measured)
+            cost_model = self.cold_model
         self.inner.pre_tuning(max_trials, num_trials_per_iter, design_spaces, database, cost_model)
         self.plan.searches[self.task_index] = self.inner
 
@@ -406,8 +430,8 @@ class SeededSearch(ms.search_strategy.PySearchStrategy):
             return None
         first = not self.rounds and not plan.run.rounds_per_task.get(self.task_index)
         self.rounds += 1
-        if first and plan.settings.first_round == "ranked":
-            batch = plan.first_round(self.task_index, min(self.batch_size, left))
+        if first and plan.first_round_of(self.task_index) == "ranked":
+            batch = plan.first_round(self.task_index, left)
         else:
             candidates = self.inner.generate_measure_candidates()
             if candidates is None:
@@ -421,6 +445,8 @@ class SeededSearch(ms.search_strategy.PySearchStrategy):
         return batch
 
     def notify_runner_results(self, measure_candidates, results) -> None:
+        if self.cold_model is not None:
+            python_model(self.cold_model).measured = True
         self.inner.notify_runner_results(measure_candidates, results)
 
     def clone(self) -> SeededSearch:

@@ -133,8 +133,10 @@ class TuneSettings:
     # of the cluster, in place of the search's lowest-ranked picks. 0 turns diffusion off.
     diffusion_share: float = 0.25
     # "bcd": how a task's first round picks its candidates: "ranked" (fresh samples of its
-    # design space ranked by the shared model, tuning/first_round.py) or "stock"
-    # (MetaSchedule's evolutionary search, which ranks an unmeasured task at random).
+    # design space ranked by the shared model, tuning/first_round.py), "stock"
+    # (MetaSchedule's evolutionary search under the shared model, which has learnt from the
+    # tasks measured before) or "cold" (that search under random scores until the task's own
+    # first batch is back, as in stock MetaSchedule: cost_model/cold_task.py).
     first_round: str = FIRST_ROUNDS[0]
     # "bcd": which measured programs seed a task's evolutionary search. "own": only what its own
     # search found, so a diffused program competes in its share of a round but never steers the

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from tvm.s_tir import meta_schedule as ms
 
+from bcd_core.cost_model.cold_task import ColdUntilMeasured
 from bcd_core.cost_model.metrics import batch_metrics, pairwise_accuracy, spearman, topk_recall
 from bcd_core.cost_model.phased import PhasedCostModel
 from bcd_core.cost_model.xgb import SharedXGBModel, aggregate_features
@@ -86,3 +87,21 @@ def test_phased_model_ranks_late_tasks_with_metaschedules_model_once_it_has_lear
     assert phased.model_for("another_task") is phased.shared  # not in phase 3
     # Past its warm-up the stock model is deterministic (before, it returns random scores).
     np.testing.assert_array_equal(phased.predict(context, candidates), phased.stock.predict(context, candidates))
+
+
+def test_a_task_is_ranked_at_random_until_it_has_measurements(tiny_convnet: Path, host) -> None:
+    """`--first-round cold`: a task's search sees stock's warm-up scores (random) until its own
+    first batch is back, even when the shared model has learnt from other tasks."""
+    context, candidates = conv_context_and_candidates(tiny_convnet, host)
+    shared = ms.cost_model.XGBModel(num_warmup_samples=len(candidates), num_tuning_cores=1)
+    results = [ms.runner.RunnerResult(run_secs=[1e-4 * (1 + i % 5)], error_msg=None) for i in range(len(candidates))]
+    shared.update(context, candidates, results)  # past its warm-up: deterministic scores
+    learnt = shared.predict(context, candidates)
+    cold = ColdUntilMeasured(shared, seed=3, measured=False)._inst
+    first, second = cold.predict(context, candidates), cold.predict(context, candidates)
+    assert ((first >= 0) & (first < 1)).all() and not np.array_equal(first, second)
+    assert not np.allclose(first, learnt)
+    cold.update(context, candidates[:1], results[:1])  # its own batch came back
+    np.testing.assert_array_equal(cold.predict(context, candidates), learnt)
+    resumed = ColdUntilMeasured(shared, seed=3, measured=True)._inst  # a task measured before a resume
+    np.testing.assert_array_equal(resumed.predict(context, candidates), learnt)

@@ -95,6 +95,24 @@ def test_a_task_that_diffusion_keeps_missing_receives_no_more() -> None:
     assert plan.misses[3] == DIFFUSION_MISSES
 
 
+def test_by_work_first_rounds_are_stocks_for_heavy_tasks_and_ranked_for_the_others() -> None:
+    plan = SeededPlan.__new__(SeededPlan)  # the rule alone, without a tune
+    plan.heavy = {2}
+    for rule, heavy, light in [("by-work", "cold", "ranked"), ("ranked", "ranked", "ranked"), ("cold", "cold", "cold")]:
+        plan.settings = replace(SETTINGS, first_round=rule)
+        assert (plan.first_round_of(2), plan.first_round_of(0)) == (heavy, light)
+
+
+def test_plus_puts_a_heavier_tasks_diffused_programs_on_top_of_a_whole_first_round() -> None:
+    plan = SeededPlan.__new__(SeededPlan)  # the rule alone, without a tune
+    plan.heavy = {2}
+    plan.settings = replace(SETTINGS, member_first_round="plus")
+    assert plan.adds_to_first_round(2) and not plan.halves_first_round(2)
+    assert plan.halves_first_round(0) and not plan.adds_to_first_round(0)  # a lighter task: half, as by-work
+    plan.settings = replace(SETTINGS, member_first_round="by-work")
+    assert not plan.adds_to_first_round(2) and not plan.halves_first_round(2)
+
+
 def test_failed_sources_are_the_sources_of_carried_programs_without_a_latency() -> None:
     assert failed_sources([(7, None), (8, 1e-3), (None, None), (9, 0.0)]) == {7, 9}
 
