@@ -13,7 +13,6 @@ Run it alone: the figures are wall-clock measurements.
 from __future__ import annotations
 
 import argparse
-import logging
 
 import tvm
 from e2e_gap import library_us
@@ -21,28 +20,23 @@ from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.target import host_target
 from bcd_core.tuning.first_round import sample_population
-from bcd_core.tuning.session import prepare_model
+from bcd_core.tuning.session import prepare_model, task_context
+from bcd_core.tuning.settings import TuneSettings
 from bcd_core.untuned import standard_normal_arguments
 
 
 def picks(task, target, seed: int, way: str, count: int) -> list:
-    search = ms.search_strategy.EvolutionarySearch(population_size=128, init_min_unmeasured=32, genetic_num_iters=4)
-    context = ms.TuneContext(
-        mod=task.mod,
-        target=target,
-        space_generator="post-order-apply",
-        search_strategy=search,
-        task_name=task.name,
-        rand_state=seed * 1000 + task.index,
-        num_threads=int(target.attrs.get("num-cores", 0)) or "physical",
-        logger=logging.getLogger("probe"),
+    settings = TuneSettings()  # the search settings a tune uses
+    search = ms.search_strategy.EvolutionarySearch(
+        population_size=settings.population_size, init_min_unmeasured=settings.init_min_unmeasured
     )
+    context = task_context(task, target, search, seed * 1000 + task.index)  # a fresh tune's rand_state
     spaces = context.generate_design_space()
     search.pre_tuning(1000, count, spaces, ms.database.MemoryDatabase(), ms.cost_model.RandomModel(seed=seed))
     try:
         if way == "evolved":
             return [c.sch.mod for c in search.generate_measure_candidates()]
-        return [s.mod for s in sample_population(search, 128)[:count]]
+        return [s.mod for s in sample_population(search, settings.population_size)[:count]]
     finally:
         search.post_tuning()
 

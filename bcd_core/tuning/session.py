@@ -225,6 +225,20 @@ def by_task_index(by_row_id: dict[int, Any], row_to_index: dict[int, int]) -> di
     return {row_to_index[k]: v for k, v in by_row_id.items() if k in row_to_index}
 
 
+def task_context(task: Task, target: Target, search_strategy: Any, rand_state: int) -> ms.TuneContext:
+    """MetaSchedule's context for tuning `task`, as every strategy builds it."""
+    return ms.TuneContext(
+        mod=task.mod,
+        target=target,
+        space_generator="post-order-apply",
+        search_strategy=search_strategy,
+        task_name=task.name,
+        rand_state=rand_state,
+        num_threads=int(target.attrs.get("num-cores", 0)) or "physical",
+        logger=logging.getLogger(f"bcd.ms.{task.name}"),
+    )
+
+
 class TuningRun:
     """One run of a session in this process: owns the clock, budgets, records and events."""
 
@@ -351,16 +365,7 @@ class TuningRun:
 
     # -- contexts -------------------------------------------------------------------------
     def make_context(self, task: Task, search_strategy: Any) -> ms.TuneContext:
-        context = ms.TuneContext(
-            mod=task.mod,
-            target=self.target,
-            space_generator="post-order-apply",
-            search_strategy=search_strategy,
-            task_name=task.name,
-            rand_state=self.settings.seed * 1000 + task.index + self.round,
-            num_threads=int(self.target.attrs.get("num-cores", 0)) or "physical",
-            logger=logging.getLogger(f"bcd.ms.{task.name}"),
-        )
+        context = task_context(task, self.target, search_strategy, self.settings.seed * 1000 + task.index + self.round)
         self.contexts[task.index] = context
         return context
 
