@@ -25,7 +25,7 @@ PHASED = "bcd-phased"
 CLUSTER_MODES = ("loose-sketch", "sketch", "operator")  # values of clustering.ClusterMode, default first
 REPRESENTATIVE_RULES = ("similar", "heaviest")  # values of clustering.RepresentativeRule, default first
 LATE_COST_MODELS = ("metaschedule", "shared")
-FIRST_ROUNDS = ("ranked", "stock", "cold", "by-work")  # the default first
+FIRST_ROUNDS = ("ranked", "stock", "cold", "by-work", "ranked-cold")  # the default first
 SEARCH_SEEDS = ("own", "all")  # the default first
 MEMBER_FIRST_ROUNDS = ("by-work", "half", "full", "plus")  # the default first
 MATH_MODES = ("fast", "exact")  # values of model_import.MathMode, default first
@@ -142,7 +142,8 @@ OPTIONS: tuple[Option, ...] = (
         Level.RESEARCH,
         "how a task's first round picks candidates: ranked fresh samples, stock's evolutionary search under the "
         "shared model, that search under random scores until the task has measurements (cold, as stock), or cold "
-        "for tasks with more work than the average task and ranked for the others (by-work)",
+        "for tasks with more work than the average task and ranked for the others (by-work), or the shared model's "
+        "best fresh samples beside stock's own first-round picks in place of random ones (ranked-cold)",
         "--first-round",
         choices=FIRST_ROUNDS,
         identity_of=(SEEDED,),

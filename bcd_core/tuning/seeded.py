@@ -30,7 +30,7 @@ with the stock settings. BCD adds three things:
   when its cluster-mates' programs suit it poorly, four picks of its own found no good
   basin and its search stayed in a poor one.
 - Memory (bcd_core/memory): programs of the most similar tasks of earlier tunes on this
-  target, of any model, are diffused the same way and in the same share, before the
+  target, of any model, are diffused the same way and in the same share, after the
   cluster's (the nearest remembered tasks' best programs first; the rest come in later
   rounds), so a task given them measures a first round by the same rule; the cost model learns
   from their measurements before the first round (driver.py). An earlier tune's program
@@ -101,6 +101,17 @@ def task_gradient(history: list[float], weight: float) -> float:
 def first_round_order(representatives: list[int], members: list[int], started: set[int]) -> list[int]:
     """The tasks still waiting for their first round: representatives before members."""
     return [index for index in [*representatives, *members] if index not in started]
+
+
+def unseen(candidates: Sequence[ms.MeasureCandidate], seen: set[int], count: int) -> list[ms.MeasureCandidate]:
+    """Up to `count` of `candidates` in order whose programs are not in `seen` (which gains them)."""
+    picked: list[ms.MeasureCandidate] = []
+    for candidate in candidates:
+        key = module_hash(candidate.sch)
+        if len(picked) < count and key not in seen:
+            seen.add(key)
+            picked.append(candidate)
+    return picked
 
 
 def own_first_picks(batch: int, diffused: int, half: bool) -> int:
@@ -257,11 +268,14 @@ class SeededPlan(ClusterSteering):
             batch += self.ranked(task_index, short)
         return batch
 
-    def first_round(self, task_index: int, left: int) -> list[ms.MeasureCandidate]:
+    def first_round(
+        self, task_index: int, left: int, stock_picks: Sequence[ms.MeasureCandidate] | None = None
+    ) -> list[ms.MeasureCandidate]:
         """A task's first batch (at most `left` trials): its cluster's diffused programs (up
         to the quota), then a fresh sample of its design space, half the cost model's best,
-        half at random (first_round.py). See `own_first_picks` for its size; with `plus` a
-        heavier task's own picks are a whole batch and the diffused programs come on top."""
+        half at random (first_round.py), or, given `stock_picks` (ranked-cold), half stock's
+        own first-round picks. See `own_first_picks` for its size; with `plus` a heavier
+        task's own picks are a whole batch and the diffused programs come on top."""
         batch = min(self.settings.batch_size, left)
         seen = self.seen.setdefault(task_index, set())
         quota = min(self.diffusion_quota(task_index, batch), batch)
@@ -269,7 +283,13 @@ class SeededPlan(ClusterSteering):
         count = own_first_picks(batch, len(seeds), self.halves_first_round(task_index))
         if self.adds_to_first_round(task_index):
             count = min(batch, left - len(seeds))
-        return self.ranked(task_index, count, explore=count // 2) + seeds
+        if stock_picks is None:
+            return self.ranked(task_index, count, explore=count // 2) + seeds
+        own = self.ranked(task_index, count - count // 2)
+        own += unseen(stock_picks, seen, count - len(own))
+        if len(own) < count:  # stock's picks repeated the model's
+            own += self.ranked(task_index, count - len(own))
+        return own + seeds
 
     def first_round_of(self, task_index: int) -> str:
         """How the task's first round picks its own candidates (`first_round`): with by-work,
@@ -300,26 +320,38 @@ class SeededPlan(ClusterSteering):
         return ranked_samples(run.contexts[task_index], search, score, count, population, seen, explore, self.rng)
 
     def diffused(self, task_index: int, count: int, seen: set[int]) -> list[ms.MeasureCandidate]:
-        """Up to `count` diffused programs: from the tuning memory first, then from the cluster."""
+        """Up to `count` diffused programs: an earlier tune's programs for this very workload
+        first, then the cluster's, then those of the memory's most similar tasks. The
+        cluster's come before other models' because they were measured on tasks of this model
+        with the same sketch: MobileNetV2's depthwise convolutions given ResNet-18's and
+        SqueezeNet's programs first kept most of the cluster's out of their rounds, and
+        the memory's misses stopped their diffusion altogether."""
         if task_index not in self.sketches:
             return []
-        programs = self.from_memory(task_index, count, seen)
+        programs = self.from_memory(task_index, count, seen, same_workload=True)
         if len(programs) < count and self.cluster_of(task_index).size > 1:
             programs += self.from_cluster(task_index, count - len(programs), seen)
+        if len(programs) < count:
+            programs += self.from_memory(task_index, count - len(programs), seen)
         return programs
 
     def diffusion_seed(self, task_index: int) -> int:
         return self.settings.seed * 7919 + task_index * 101 + self.run.round
 
-    def from_memory(self, task_index: int, count: int, seen: set[int]) -> list[ms.MeasureCandidate]:
-        """Programs of the most similar tasks of earlier tunes, faster per FLOP than the
-        task's own best; provenance names the session, model and task they came from."""
+    def from_memory(
+        self, task_index: int, count: int, seen: set[int], same_workload: bool = False
+    ) -> list[ms.MeasureCandidate]:
+        """Programs of the most similar tasks of earlier tunes (with `same_workload`, only of
+        earlier tunes of this very workload), faster per FLOP than the task's own best;
+        provenance names the session, model and task they came from."""
         run, memory = self.run, self.run.memory
         if memory is None or count <= 0:
             return []
         task = run.tasks[task_index]
         given = self.remembered.setdefault(task_index, set())
         remembered = memory.programs(task_index, task, 2 * count, exclude=given)
+        if same_workload:
+            remembered = [p for p in remembered if memory.is_same_workload(task_index, task, p.task)]
         own = run.best.get(task_index)
         bound = own / max(task.flops, 1.0) if own else math.inf
         priors = [
@@ -412,7 +444,7 @@ class SeededSearch(ms.search_strategy.PySearchStrategy):
         self.batch_size = num_trials_per_iter
         if self.plan.settings.search_seeds == "own":
             database = self.plan.run.database.without(*SEARCH_HIDDEN_ORIGINS)
-        if self.plan.first_round_of(self.task_index) == "cold":
+        if self.plan.first_round_of(self.task_index) in ("cold", "ranked-cold"):
             measured = bool(self.plan.run.rounds_per_task.get(self.task_index))
             self.cold_model = ColdUntilMeasured(cost_model, self.plan.diffusion_seed(self.task_index), measured)
             cost_model = self.cold_model
@@ -430,8 +462,11 @@ class SeededSearch(ms.search_strategy.PySearchStrategy):
             return None
         first = not self.rounds and not plan.run.rounds_per_task.get(self.task_index)
         self.rounds += 1
-        if first and plan.first_round_of(self.task_index) == "ranked":
-            batch = plan.first_round(self.task_index, left)
+        rule = plan.first_round_of(self.task_index)
+        if first and rule in ("ranked", "ranked-cold"):
+            # ranked-cold: stock's first round (its search under random scores) gives half
+            stock_picks = (self.inner.generate_measure_candidates() or []) if rule == "ranked-cold" else None
+            batch = plan.first_round(self.task_index, left, stock_picks)
         else:
             candidates = self.inner.generate_measure_candidates()
             if candidates is None:

@@ -136,7 +136,8 @@ class TuneSettings:
     # design space ranked by the shared model, tuning/first_round.py), "stock"
     # (MetaSchedule's evolutionary search under the shared model, which has learnt from the
     # tasks measured before) or "cold" (that search under random scores until the task's own
-    # first batch is back, as in stock MetaSchedule: cost_model/cold_task.py).
+    # first batch is back, as in stock MetaSchedule: cost_model/cold_task.py); "ranked-cold":
+    # ranked's model picks, with the cold search's picks in place of its random ones.
     first_round: str = FIRST_ROUNDS[0]
     # "bcd": which measured programs seed a task's evolutionary search. "own": only what its own
     # search found, so a diffused program competes in its share of a round but never steers the

@@ -17,7 +17,7 @@ from bcd_core.cli import main
 from bcd_core.errors import StoreError
 from bcd_core.memory.recall import COLD, MemoryRequest
 from bcd_core.memory.similar import RememberedTask, most_similar
-from bcd_core.records.states import SEARCH_HIDDEN_ORIGINS
+from bcd_core.records.states import CARRIED_ORIGINS, REMEMBERED_ORIGINS, SEARCH_HIDDEN_ORIGINS
 from bcd_core.records.store import RecordStore
 from bcd_core.target import host_target, target_key
 from bcd_core.tasks import Task
@@ -113,14 +113,18 @@ def test_a_new_model_draws_on_an_earlier_tune_with_provenance(tmp_path: Path, re
     for trial in own_trials:
         first_rounds.setdefault(trial["task_id"], trial["round"])
     heavy = {run.task_row_ids[index] for index in heavier_than_average(run.tasks)}
-    light_given = {t["task_id"] for t in trials} - heavy
-    assert light_given, "no task lighter than the average one was given remembered programs"
-    for task_id in {t["task_id"] for t in trials}:  # measured first: in the task's first round
-        assert any(t["round"] == first_rounds[task_id] for t in trials if t["task_id"] == task_id)
-        first = [t for t in own_trials if t["task_id"] == task_id and t["round"] == first_rounds[task_id]]
-        # by work: a light task given remembered programs measures half a first round
+    first = {
+        task_id: [t for t in own_trials if t["task_id"] == task_id and t["round"] == number]
+        for task_id, number in first_rounds.items()
+    }
+    given = {task_id for task_id, batch in first.items() if any(t["origin"] in CARRIED_ORIGINS for t in batch)}
+    assert given - heavy, "no task lighter than the average one was given programs in its first round"
+    for task_id in given:  # by work: a light task given programs measures half a first round
         limit = SETTINGS.trials_per_round if task_id in heavy else SETTINGS.trials_per_round // 2
-        assert len(first) <= limit, "a light task given remembered programs measures half a round"
+        assert len(first[task_id]) <= limit, "a light task given programs measures half a round"
+    for task_id in {t["task_id"] for t in trials}:  # without its cluster's programs, memory's come first
+        if not any(t["origin"] == "diffused" for t in first[task_id]):
+            assert any(t["origin"] in REMEMBERED_ORIGINS for t in first[task_id])
     assert [(r["store"], r["source_session_id"]) for r in store.memory_used(run.session_id)] == [("", 1)]
     assert any("pre-trained on" in m for m in messages)
     assert len(store.trials(run.session_id)) == SETTINGS.trials_per_task * len(run.tasks)

@@ -13,6 +13,7 @@ from bcd_core.cost_model.phased import python_model
 from bcd_core.records.store import RecordStore
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import RoundFinished, SessionMessage, SessionPaused
+from bcd_core.tuning.first_round import module_hash
 from bcd_core.tuning.seeded import (
     DIFFUSION_MISSES,
     SeededPlan,
@@ -21,6 +22,7 @@ from bcd_core.tuning.seeded import (
     heavier_than_average,
     own_first_picks,
     task_gradient,
+    unseen,
 )
 from bcd_core.tuning.session import prepare_model
 from bcd_core.tuning.settings import TuneSettings
@@ -111,6 +113,24 @@ def test_plus_puts_a_heavier_tasks_diffused_programs_on_top_of_a_whole_first_rou
     assert plan.halves_first_round(0) and not plan.adds_to_first_round(0)  # a lighter task: half, as by-work
     plan.settings = replace(SETTINGS, member_first_round="by-work")
     assert not plan.adds_to_first_round(2) and not plan.halves_first_round(2)
+
+
+def test_a_tasks_own_cluster_gives_before_other_models_but_after_its_own_workload(monkeypatch) -> None:
+    """Diffused programs: an earlier tune's programs of the very same workload first, then the
+    cluster's (same model, same sketch), then the memory's most similar tasks' (MobileNetV2's
+    depthwise convolutions given other models' programs first lost their cluster's)."""
+    plan = SeededPlan.__new__(SeededPlan)  # the rule alone, without a tune
+    plan.sketches = {0: ["sketch"]}
+    monkeypatch.setattr(plan, "cluster_of", lambda index: type("Cluster", (), {"size": 3})())
+
+    def from_memory(index: int, count: int, seen: set[int], same_workload: bool = False) -> list[str]:
+        return (["twin"] if same_workload else ["near"] * count)[:count]
+
+    monkeypatch.setattr(plan, "from_memory", from_memory)
+    monkeypatch.setattr(plan, "from_cluster", lambda index, count, seen: ["mate"] * min(count, 2))
+    assert plan.diffused(0, 4, set()) == ["twin", "mate", "mate", "near"]
+    assert plan.diffused(0, 1, set()) == ["twin"]
+    assert plan.diffused(1, 4, set()) == []  # no design space yet
 
 
 def test_failed_sources_are_the_sources_of_carried_programs_without_a_latency() -> None:
@@ -219,6 +239,43 @@ def test_without_diffusion_the_search_is_stocks(tmp_path: Path, conv_cluster_mod
     order = [batch[0]["task_id"] for _, batch in sorted(batches(store, run.session_id).items())]
     assert len(set(order[: len(prepared.tasks)])) == len(prepared.tasks)
     assert len(trials) == SETTINGS.trials_per_task * len(prepared.tasks)
+
+
+@pytest.mark.slow
+def test_ranked_cold_first_rounds_take_half_their_picks_from_stocks_first_round(
+    tmp_path: Path, conv_cluster_model: Path, host, monkeypatch
+) -> None:
+    """ranked-cold: a first round's own picks are the model's best fresh samples and, in place
+    of random ones, the picks of stock's first round (its search under random scores)."""
+    calls: list[tuple[set[int], list[int]]] = []  # (stock's picks, the round's own picks)
+    first_round = SeededPlan.first_round
+
+    def recording(plan, task_index, left, stock_picks=None):
+        batch = first_round(plan, task_index, left, stock_picks)
+        assert stock_picks is not None
+        own = [module_hash(c.sch) for c in batch if module_hash(c.sch) not in plan.run.provenance]
+        calls.append(({module_hash(c.sch) for c in stock_picks}, own))
+        return batch
+
+    monkeypatch.setattr(SeededPlan, "first_round", recording)
+    db = tmp_path / "ranked-cold.db"
+    run = run_session(conv_cluster_model, db, host, replace(SETTINGS, first_round="ranked-cold"))
+    assert len(calls) == len(run.tasks)
+    assert all(len(stock & set(own)) == len(own) // 2 for stock, own in calls)
+    assert any(len(own) >= 2 for _, own in calls)
+    trials = RecordStore(db).trials(run.session_id)
+    assert len(trials) == SETTINGS.trials_per_task * len(run.tasks)
+
+
+def test_unseen_keeps_order_and_skips_programs_handed_out(monkeypatch) -> None:
+    class Candidate:
+        def __init__(self, key: int) -> None:
+            self.sch = key
+
+    monkeypatch.setattr("bcd_core.tuning.seeded.module_hash", lambda sch: sch)
+    seen = {2}
+    picked = unseen([Candidate(k) for k in (1, 2, 3, 1, 4)], seen, 2)
+    assert [c.sch for c in picked] == [1, 3] and seen == {1, 2, 3}
 
 
 @pytest.mark.slow
