@@ -77,6 +77,32 @@ def convnet(path: Path, channels: tuple[int, ...] = (3, 8, 16), size: int = 12) 
     return _save(graph, path)
 
 
+def conv_dense(path: Path, channels: int = 6, size: int = 10, outputs: int = 64) -> Path:
+    """A 3x3 Conv + Relu, then a dense layer with more work: the convolution is a light task
+    alone in its cluster."""
+    rng = np.random.default_rng(3)
+    nodes, inits, current = _conv_relu_layers(rng, (3, channels))
+    features = channels * size * size
+    inits += [
+        _weight(rng, "wd", (features, outputs)),
+        _weight(rng, "bd", (outputs,)),
+        numpy_helper.from_array(np.array([1, features], dtype=np.int64), "flat"),
+    ]
+    nodes += [
+        helper.make_node("Reshape", [current, "flat"], ["f"]),
+        helper.make_node("MatMul", ["f", "wd"], ["m"]),
+        helper.make_node("Add", ["m", "bd"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "conv_dense",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, outputs])],
+        inits,
+    )
+    return _save(graph, path)
+
+
 def unsupported_op(path: Path) -> Path:
     nodes = [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("FrobnicateTensor", ["h"], ["y"])]
     graph = helper.make_graph(

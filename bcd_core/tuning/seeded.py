@@ -32,8 +32,10 @@ with the stock settings. BCD adds three things:
 - Memory (bcd_core/memory): programs of the most similar tasks of earlier tunes on this
   target, of any model, are diffused the same way and in the same share, after the
   cluster's (the nearest remembered tasks' best programs first; the rest come in later
-  rounds), so a task given them measures a first round by the same rule; the cost model learns
-  from their measurements before the first round (driver.py). An earlier tune's program
+  rounds). They take the place of a few of a task's first-round picks but never shorten
+  that round (`SeededPlan.vouched`): only its cluster's programs and an earlier tune's of
+  this very workload do. The cost model learns from their measurements before the first
+  round (driver.py). An earlier tune's program
   for this very workload is reused unchanged and, as MetaSchedule reuses a tuned
   workload's records, may seed the task's search.
 """
@@ -116,11 +118,12 @@ def unseen(candidates: Sequence[ms.MeasureCandidate], seen: set[int], count: int
 
 def own_first_picks(batch: int, diffused: int, half: bool) -> int:
     """How many of its own picks a task's first round measures beside `diffused` programs.
-    A task that received programs (from its cluster or the memory) already starts from
-    measured ones, so with `half` its first round is half a batch, and never fewer own picks
-    than diffused ones: the first round robin, and the first full estimate with it, ends
-    sooner, and the trials saved go where the gradient rule says they pay. At 16 trials per
-    task the first round robin is nearly the whole tune, so its length sets the pace."""
+    A task that received programs it can trust (its cluster's, or its own workload's from
+    the memory) already starts from measured ones, so with `half` its first round is half a
+    batch, and never fewer own picks than diffused ones: the first round robin, and the
+    first full estimate with it, ends sooner, and the trials saved go where the gradient rule
+    says they pay. At 16 trials per task the first round robin is nearly the whole tune, so
+    its length sets the pace."""
     if not diffused or not half:
         return max(batch - diffused, 0)
     return min(max(batch // 2 - diffused, diffused), batch - diffused)
@@ -280,7 +283,7 @@ class SeededPlan(ClusterSteering):
         seen = self.seen.setdefault(task_index, set())
         quota = min(self.diffusion_quota(task_index, batch), batch)
         seeds = self.diffused(task_index, quota, seen) if quota else []
-        count = own_first_picks(batch, len(seeds), self.halves_first_round(task_index))
+        count = own_first_picks(batch, len(seeds), self.halves_first_round(task_index) and self.vouched(seeds))
         if self.adds_to_first_round(task_index):
             count = min(batch, left - len(seeds))
         if stock_picks is None:
@@ -305,6 +308,17 @@ class SeededPlan(ClusterSteering):
         (`member_first_round`)."""
         rule = self.settings.member_first_round
         return rule == "half" or (rule in ("by-work", "plus") and task_index not in self.heavy)
+
+    def vouched(self, programs: Sequence[ms.MeasureCandidate]) -> bool:
+        """Whether any of a task's carried programs is its cluster's (measured on this model,
+        same sketch) or an earlier tune's of this very workload. Only those shorten its first
+        round: other models' programs for other workloads are a guess, so they take the place
+        of a few picks and the task's own sample stays as large as without memory.
+        One of MobileNetV2's convolutions, given ResNet-18's convolutions' programs, measured
+        half a first round and ended it about twice as slow as its cold runs' whole ones."""
+        provenance = self.run.provenance
+        origins = {provenance.get(module_hash(program.sch), (None,))[0] for program in programs}
+        return bool(origins & {TrialOrigin.DIFFUSED, TrialOrigin.REUSED})
 
     def adds_to_first_round(self, task_index: int) -> bool:
         """Whether a heavier task's diffused programs come on top of a whole first round of

@@ -117,17 +117,34 @@ def test_a_new_model_draws_on_an_earlier_tune_with_provenance(tmp_path: Path, re
         task_id: [t for t in own_trials if t["task_id"] == task_id and t["round"] == number]
         for task_id, number in first_rounds.items()
     }
-    given = {task_id for task_id, batch in first.items() if any(t["origin"] in CARRIED_ORIGINS for t in batch)}
+    carried = {task_id: {t["origin"] for t in batch} & set(CARRIED_ORIGINS) for task_id, batch in first.items()}
+    given = {task_id for task_id, origins in carried.items() if origins}
     assert given - heavy, "no task lighter than the average one was given programs in its first round"
-    for task_id in given:  # by work: a light task given programs measures half a first round
-        limit = SETTINGS.trials_per_round if task_id in heavy else SETTINGS.trials_per_round // 2
-        assert len(first[task_id]) <= limit, "a light task given programs measures half a round"
+    for task_id in given - heavy:  # by work, trusted programs (not other workloads') only: half a round
+        if carried[task_id] & {"diffused", "reused"}:
+            assert len(first[task_id]) <= SETTINGS.trials_per_round // 2, "a light task given programs measures half"
     for task_id in {t["task_id"] for t in trials}:  # without its cluster's programs, memory's come first
         if not any(t["origin"] == "diffused" for t in first[task_id]):
             assert any(t["origin"] in REMEMBERED_ORIGINS for t in first[task_id])
     assert [(r["store"], r["source_session_id"]) for r in store.memory_used(run.session_id)] == [("", 1)]
     assert any("pre-trained on" in m for m in messages)
     assert len(store.trials(run.session_id)) == SETTINGS.trials_per_task * len(run.tasks)
+
+
+@pytest.mark.slow
+def test_another_models_programs_take_a_few_picks_place_but_never_shorten_a_first_round(
+    tmp_path: Path, remembered_store, model_dir: Path
+) -> None:
+    model = models.conv_dense(model_dir / "memory_conv_dense.onnx")
+    db = copy_store(remembered_store, tmp_path / "store.db")
+    run, _ = tune(model, db)
+    convolution = next(t.index for t in run.tasks if "conv2d" in t.name)
+    assert convolution not in heavier_than_average(run.tasks), "the convolution should be a light task"
+    row_id = run.task_row_ids[convolution]
+    trials = [t for t in RecordStore(db).trials(run.session_id) if t["task_id"] == row_id]
+    first = [t for t in trials if t["round"] == trials[0]["round"]]
+    assert {t["origin"] for t in first} == {"memory", "evolved"}, "the first round is not remembered + own picks"
+    assert len(first) == SETTINGS.trials_per_round, "remembered programs of another workload shortened a round"
 
 
 @pytest.mark.slow
