@@ -313,7 +313,7 @@ class SeededPlan(ClusterSteering):
         """Whether any of a task's carried programs is its cluster's (measured on this model,
         same sketch) or an earlier tune's of this very workload. Only those shorten its first
         round: other models' programs for other workloads are a guess, so they take the place
-        of a few picks and the task's own sample stays as large as without memory.
+        of a few picks and the round is as long as without memory.
         One of MobileNetV2's convolutions, given ResNet-18's convolutions' programs, measured
         half a first round and ended it about twice as slow as its cold runs' whole ones."""
         provenance = self.run.provenance
