@@ -313,9 +313,9 @@ class SeededPlan(ClusterSteering):
         """Whether any of a task's carried programs is its cluster's (measured on this model,
         same sketch) or an earlier tune's of this very workload. Only those shorten its first
         round: other models' programs for other workloads are a guess, so they take the place
-        of a few picks and the round is as long as without memory.
-        One of MobileNetV2's convolutions, given ResNet-18's convolutions' programs, measured
-        half a first round and ended it about twice as slow as its cold runs' whole ones."""
+        of a few picks and the round is as long as without memory. On the shared models the
+        two rules measured level within the runs' spread (docs/benchmarks.md, "Tuning
+        memory"); this one is kept because a memory unlike the model then costs no more."""
         provenance = self.run.provenance
         origins = {provenance.get(module_hash(program.sch), (None,))[0] for program in programs}
         return bool(origins & {TrialOrigin.DIFFUSED, TrialOrigin.REUSED})
