@@ -90,6 +90,20 @@ def target_key(target: Target) -> str:
     return json.dumps(target_to_dict(target), sort_keys=True)
 
 
+def device_key(key: str) -> str:
+    """The part of a stored target key that decides how a tuned kernel runs: the whole key
+    for a CPU; for a GPU the key without its host CPU, which only runs the calls between the
+    kernels. Memory compares these, so a GPU's tunes made from another host are drawn on."""
+    try:
+        config = json.loads(key)
+    except json.JSONDecodeError:
+        return key
+    if not isinstance(config, dict) or "gpu" not in config.get("keys", []):
+        return key
+    config.pop("host", None)
+    return json.dumps(config, sort_keys=True)
+
+
 def target_of_key(key: str) -> Target | None:
     """The target a stored key names; None for a key of another tool version or unknown kind."""
     try:

@@ -16,7 +16,7 @@ from bcd_core.memory.similar import RememberedTask, TaskLike, most_similar
 from bcd_core.records.database import SqliteDatabase, workload_shash
 from bcd_core.records.store import RecordStore
 from bcd_core.records.timing import WARM, session_timing
-from bcd_core.target import describe_target, target_of_key
+from bcd_core.target import describe_target, device_key, target_of_key
 
 Say = Callable[[str], None]  # where the memory's messages go (the session's log)
 
@@ -139,9 +139,10 @@ def describe_target_key(key: str) -> str:
 def sessions_on_target(
     store: RecordStore, target_key: str, timing: str, model_hash: str, label: str, say: Say
 ) -> list[int]:
-    """Ids of the store's sessions of other models tuned for `target_key` and timed as `timing`
-    says. Sessions for other targets, or timed otherwise (flushed caches against warm ones),
-    are counted in a message: their timings do not compare with this tune's. The model's own
+    """Ids of the store's sessions of other models tuned for `target_key` (on a GPU, for the
+    same GPU from any host: `device_key`) and timed as `timing` says. Sessions for other
+    targets, or timed otherwise (flushed caches against warm ones), are counted in a message:
+    their timings do not compare with this tune's. The model's own
     other sessions are left out: a new session of a model starts over, so that two strategies
     tuned in one store compare on equal terms."""
     same, skipped = [], {}
@@ -149,7 +150,7 @@ def sessions_on_target(
     for session in store.sessions():
         if session["model_hash"] == model_hash:
             continue
-        if session["target_key"] != target_key:
+        if device_key(session["target_key"]) != device_key(target_key):
             reason = f"were tuned for {describe_target_key(session['target_key'])}, not for {target}"
         elif (timed := session_timing(session)) != timing:
             reason = f"timed candidates with {timed} caches, this tune with {timing} ones"

@@ -232,6 +232,28 @@ def test_tunes_timed_with_other_caches_are_never_drawn_on(tmp_path: Path) -> Non
     assert sessions_on_target(store, key, "warm", "new", "", messages.append) == [1, 3]
 
 
+def test_a_gpus_tunes_are_drawn_on_from_any_host_but_never_for_another_gpu(tmp_path: Path) -> None:
+    """A CUDA kernel runs the same whichever CPU launches it: tunes of the same GPU made from
+    another host are memory; another GPU architecture's are not, and the tune says why."""
+    from bcd_core.memory.recall import sessions_on_target
+    from bcd_core.target import parse_target
+
+    key = target_key(parse_target("nvidia/nvidia-h100"))
+    other_host = json.loads(key)
+    other_host["host"] = {**other_host["host"], "mcpu": "sapphirerapids", "num-cores": 64}
+    other_gpu = target_key(parse_target("nvidia/nvidia-a100"))
+    store = RecordStore(tmp_path / "store.db")
+    for model, stored_key in (("a", json.dumps(other_host, sort_keys=True)), ("b", other_gpu), ("c", key)):
+        store.create_session(
+            model_path=f"{model}.onnx", model_hash=model, target="t", target_key=stored_key, strategy="bcd", settings={}
+        )
+    messages: list[str] = []
+    assert sessions_on_target(store, key, "warm", "new", "", messages.append) == [1, 3]
+    assert messages == ["memory: 1 session(s) in this store were tuned for cuda sm_80, not for cuda sm_90a; not used"]
+    cpu = target_key(host_target())
+    assert sessions_on_target(store, cpu, "warm", "new", "", messages.append) == []  # never a GPU's for a CPU
+
+
 @pytest.mark.slow
 def test_a_memory_store_named_by_the_user_is_read_only_and_linked_by_name(
     tmp_path: Path, remembered_store, second_model
