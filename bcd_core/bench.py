@@ -36,12 +36,12 @@ from bcd_core.export import (
 )
 from bcd_core.memory.recall import COLD, MemoryRequest
 from bcd_core.model_import import InputSpec, load_onnx, random_inputs, static_inputs
+from bcd_core.records.store import RecordStore
 from bcd_core.session_view import first_time_at_or_below, session_timeline, session_trial_timeline
 from bcd_core.target import describe_target, host_core_count
 from bcd_core.timing import RUNS, time_in_turns
 from bcd_core.tuning.events import Listener
 from bcd_core.tuning.options import STOCK
-from bcd_core.tuning.session import TuningRun
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.tune import run_session
 
@@ -178,7 +178,7 @@ def run_bench(
     reference = measured.get(ONNXRUNTIME)
     if reference is not None:
         probes["after both"] = reference
-    report = _bench_report(model, target, settings, results, reference, probes)
+    report = bench_report(model, target, settings, results, reference, probes)
     write_outputs(report, out_dir)
     return report
 
@@ -208,27 +208,29 @@ def _tune_strategy(
         )
     except MissingRecordError as err:  # a budget too small to measure every task
         progress(f"{strategy}: no compiled model: {err}")
-    result = _strategy_result(strategy, run, session)
+    result = stored_result(strategy, run.store, session)
     run.store.close()  # the last connection to close folds the WAL into the file
     return result, library, imported.inputs
 
 
-def _strategy_result(strategy: str, run: TuningRun, session: dict[str, Any]) -> StrategyResult:
-    """A finished tune's figures; its compiled model's latency is measured later."""
+def stored_result(strategy: str, store: RecordStore, session: dict[str, Any]) -> StrategyResult:
+    """A finished (or stopped) tune's figures from its store; its compiled model's latency is
+    measured later."""
+    session_id = int(session["id"])
     return StrategyResult(
         strategy=strategy,
-        session_id=run.session_id,
+        session_id=session_id,
         trials=int(session["trials_done"] or 0),
         elapsed_s=float(session["elapsed_s"] or 0.0),
         final_estimate_s=session["estimated_latency_s"],
         measured_latency_ms=None,
         bookkeeping_s=float(session.get("bookkeeping_s") or 0.0),
-        timeline=session_timeline(run.store, run.session_id),
-        trial_timeline=session_trial_timeline(run.store, run.session_id),
+        timeline=session_timeline(store, session_id),
+        trial_timeline=session_trial_timeline(store, session_id),
     )
 
 
-def _bench_report(
+def bench_report(
     model: str | Path,
     target: Target,
     settings: TuneSettings,

@@ -11,9 +11,8 @@ import json
 from contextlib import closing
 from pathlib import Path
 
-from bcd_core.bench import StrategyResult, _bench_report, write_outputs
+from bcd_core.bench import StrategyResult, bench_report, stored_result, write_outputs
 from bcd_core.records.store import RecordStore
-from bcd_core.session_view import session_timeline, session_trial_timeline
 from bcd_core.target import parse_target
 from bcd_core.tuning.settings import TuneSettings
 
@@ -21,19 +20,7 @@ from bcd_core.tuning.settings import TuneSettings
 def newest_result(path: Path) -> tuple[StrategyResult, dict]:
     with closing(RecordStore(path, create=False)) as store:
         session = store.sessions()[-1]
-        session_id = int(session["id"])
-        result = StrategyResult(
-            strategy=session["strategy"],
-            session_id=session_id,
-            trials=int(session["trials_done"] or 0),
-            elapsed_s=float(session["elapsed_s"] or 0.0),
-            final_estimate_s=session["estimated_latency_s"],
-            measured_latency_ms=None,
-            bookkeeping_s=float(session.get("bookkeeping_s") or 0.0),
-            timeline=session_timeline(store, session_id),
-            trial_timeline=session_trial_timeline(store, session_id),
-        )
-    return result, session
+        return stored_result(session["strategy"], store, session), session
 
 
 def main() -> None:
@@ -48,7 +35,7 @@ def main() -> None:
     chosen = json.loads(session["settings"])
     settings = TuneSettings(trials_per_task=chosen["trials_per_task"], trials_per_round=chosen["trials_per_round"])
     target = parse_target(json.loads(session["target_key"]))
-    report = _bench_report(args.model, target, settings, {"metaschedule": stock, "bcd": bcd}, None, {})
+    report = bench_report(args.model, target, settings, {"metaschedule": stock, "bcd": bcd}, None, {})
     args.out.mkdir(parents=True, exist_ok=True)
     write_outputs(report, args.out)
     print(

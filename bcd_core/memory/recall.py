@@ -146,11 +146,11 @@ def sessions_on_target(
     other sessions are left out: a new session of a model starts over, so that two strategies
     tuned in one store compare on equal terms."""
     same, skipped = [], {}
-    target = describe_target_key(target_key)
+    target, device = describe_target_key(target_key), device_key(target_key)
     for session in store.sessions():
         if session["model_hash"] == model_hash:
             continue
-        if device_key(session["target_key"]) != device_key(target_key):
+        if device_key(session["target_key"]) != device:
             reason = f"were tuned for {describe_target_key(session['target_key'])}, not for {target}"
         elif (timed := session_timing(session)) != timing:
             reason = f"timed candidates with {timed} caches, this tune with {timing} ones"
