@@ -4,13 +4,13 @@ the remembered tasks most similar to the model's tasks."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
 
-from bcd_core.cost_model.phased import python_model, stored_runner_result
+from bcd_core.cost_model.stored import StoredBatch, learn_stored
 from bcd_core.memory.recall import TuningMemory
 from bcd_core.memory.similar import RememberedTask, TaskLike
 
@@ -39,25 +39,33 @@ def remembered_for(memory: TuningMemory, tasks: Sequence[TaskLike]) -> list[Reme
     return list(picked.values())
 
 
-def pretrain_from_memory(
-    memory: TuningMemory, tasks: Sequence[TaskLike], target: Target, model: ms.cost_model.CostModel
-) -> tuple[int, float]:
-    """Feed the model the remembered measurements (one update per remembered task, as
-    MetaSchedule groups them by workload); returns (samples, seconds)."""
-    started = time.perf_counter()
-    model = python_model(model)
+def remembered_batches(memory: TuningMemory, tasks: Sequence[TaskLike], target: Target) -> Iterator[StoredBatch]:
+    """The remembered measurements to learn from, one batch per remembered task, up to
+    MAX_SAMPLES in all."""
     samples = 0
     for remembered in remembered_for(memory, tasks):
         if samples >= MAX_SAMPLES:
-            break
+            return
         source = memory.sources[remembered.store_label]
         rows = source.store.task_trials(remembered.session_id, remembered.task_id, TRIALS_READ_PER_TASK)
         rows = spread(rows, min(SAMPLES_PER_TASK, MAX_SAMPLES - samples))
         if not rows:
             continue
-        records = [source.database.record_from_row(row) for row in rows]
-        context = ms.TuneContext(mod=records[0].workload.mod, target=target, task_name=remembered.name)
-        candidates = [record.as_measure_candidate() for record in records]
-        model.update(context, candidates, [stored_runner_result(row["latency_s"]) for row in rows])
+        mod = source.database.workload_of(rows[0]["workload_id"]).mod
+        # A name of its own: the shared model groups samples by task name, and another
+        # model's task may be named like one of this model's.
+        name = f"memory {remembered.store_label}#{remembered.session_id}/{remembered.name}"
+        context = ms.TuneContext(mod=mod, target=target, task_name=name)
+        candidates = [source.database.candidate_from_row(row) for row in rows]
+        yield StoredBatch(context, candidates, [row["latency_s"] for row in rows])
         samples += len(rows)
+
+
+def pretrain_from_memory(
+    memory: TuningMemory, tasks: Sequence[TaskLike], target: Target, model: ms.cost_model.CostModel
+) -> tuple[int, float]:
+    """Teach the model the remembered measurements before the first round; returns
+    (samples, seconds)."""
+    started = time.perf_counter()
+    samples = learn_stored(model, remembered_batches(memory, tasks, target))
     return samples, time.perf_counter() - started

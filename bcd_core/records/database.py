@@ -15,10 +15,14 @@ import tvm_ffi
 from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.meta_schedule.database import TuningRecord, Workload
+from tvm.s_tir.schedule import Schedule, Trace
 
 from bcd_core.records.failed_run import FAILED_RUN_SECS, is_failed_run
 from bcd_core.records.store import RecordStore, TrialRow
 from bcd_core.target import target_key as make_target_key
+
+# Parsed records kept for `get_top_k`: a few tasks' best records between rounds, at a few KB each.
+PARSED_RECORDS_KEPT = 4096
 
 
 def workload_shash(mod: tvm.IRModule) -> str:
@@ -59,6 +63,7 @@ class SqliteDatabase(ms.database.PyDatabase):
         self._lock = threading.RLock()
         self._workloads: dict[int, Workload] = {}  # id -> Workload
         self._ids_by_hash: dict[str, list[int]] = {}
+        self._records: dict[int, TuningRecord] = {}  # trial id -> parsed record (trials never change)
 
     # -- workload identity ----------------------------------------------------------------
     def _load_hash(self, shash: str) -> list[int]:
@@ -125,12 +130,22 @@ class SqliteDatabase(ms.database.PyDatabase):
             origin=origin,
         )
 
-    def record_from_row(self, row: dict[str, Any]) -> TuningRecord:
-        workload = self._workloads.get(row["workload_id"])
+    def workload_of(self, workload_id: int) -> Workload:
+        workload = self._workloads.get(workload_id)
         if workload is None:
-            stored = self.store.workload(row["workload_id"])
-            self._load_hash(stored["shash"])
-            workload = self._workloads[row["workload_id"]]
+            self._load_hash(self.store.workload(workload_id)["shash"])
+            workload = self._workloads[workload_id]
+        return workload
+
+    def candidate_from_row(self, row: dict[str, Any]) -> ms.MeasureCandidate:
+        """A stored program as a candidate (to learn from), its trace replayed once: parsing a
+        TuningRecord replays it, and its `as_measure_candidate` replays it again."""
+        sch = Schedule(self.workload_of(row["workload_id"]).mod, debug_mask=0, error_render_level="detail")
+        Trace.apply_json_to_schedule(json.loads(row["trace"]), sch)
+        return ms.MeasureCandidate(sch, ms.arg_info.ArgInfo.from_entry_func(sch.mod, remove_preproc=True))
+
+    def record_from_row(self, row: dict[str, Any]) -> TuningRecord:
+        workload = self.workload_of(row["workload_id"])
         run_secs = json.loads(row["run_secs"]) if row["run_secs"] else [FAILED_RUN_SECS]
         target = json.loads(row["target_key"]) if row["target_key"] else None
         as_json = [json.loads(row["trace"]), run_secs, target, json.loads(row["args_info"])]
@@ -141,7 +156,20 @@ class SqliteDatabase(ms.database.PyDatabase):
         if workload_id is None or top_k <= 0:
             return []
         rows = self.store.top_records(workload_id, self.target_key, top_k, self.exclude_origins, self.exclude_sessions)
-        return [self.record_from_row(row) for row in rows]
+        return [self._parsed_once(row) for row in rows]
+
+    def _parsed_once(self, row: dict[str, Any]) -> TuningRecord:
+        """A search asks for its task's best records every round, mostly the same ones, and
+        parsing one replays its trace (about 5 ms): each stored trial is parsed once."""
+        with self._lock:
+            record = self._records.get(row["id"])
+        if record is None:
+            record = self.record_from_row(row)
+            with self._lock:
+                if len(self._records) >= PARSED_RECORDS_KEPT:
+                    self._records.clear()
+                self._records[row["id"]] = record
+        return record
 
     def top_rows(self, workload_id: int, k: int) -> list[dict[str, Any]]:
         """The best stored rows of a workload on this target and timing, of every origin."""

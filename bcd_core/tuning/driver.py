@@ -10,7 +10,8 @@ from typing import Any
 
 from tvm.s_tir import meta_schedule as ms
 
-from bcd_core.cost_model.phased import STOCK_WARMUP_SAMPLES, PhasedCostModel, python_model, stored_runner_result
+from bcd_core.cost_model.phased import STOCK_WARMUP_SAMPLES, PhasedCostModel
+from bcd_core.cost_model.stored import StoredBatch, learn_stored
 from bcd_core.cost_model.xgb import SharedXGBModel
 from bcd_core.memory.pretrain import pretrain_from_memory
 from bcd_core.records.states import EventKind
@@ -42,17 +43,15 @@ def retrain_from_store(run: TuningRun, model: ms.cost_model.PyCostModel) -> None
     for trial in run.store.trials(run.session_id):
         if trial["task_id"] in row_to_index:
             by_task.setdefault(row_to_index[trial["task_id"]], []).append(trial)
-    model = python_model(model)
-    stock = not hasattr(model, "pretrain")  # MetaSchedule's XGBModel (isinstance fails on derived objects)
-    for index, trials in by_task.items():
-        candidates = [run.database.record_from_row(t).as_measure_candidate() for t in trials]
-        latencies = [t["latency_s"] for t in trials]
-        if stock:
-            model.update(run.contexts[index], candidates, [stored_runner_result(x) for x in latencies])
-        else:
-            model.pretrain(run.contexts[index], candidates, latencies)
-    if not stock:
-        model.train_full()
+    batches = (
+        StoredBatch(
+            run.contexts[index],
+            [run.database.candidate_from_row(t) for t in trials],
+            [t["latency_s"] for t in trials],
+        )
+        for index, trials in by_task.items()
+    )
+    learn_stored(model, batches)
     run.message(EventKind.INFO, f"cost model retrained on {sum(len(t) for t in by_task.values())} stored trials")
 
 

@@ -6,7 +6,8 @@ from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.cost_model.cold_task import ColdUntilMeasured
 from bcd_core.cost_model.metrics import batch_metrics, pairwise_accuracy, spearman, topk_recall
-from bcd_core.cost_model.phased import PhasedCostModel
+from bcd_core.cost_model.phased import PhasedCostModel, stored_runner_result
+from bcd_core.cost_model.stored import StoredBatch, learn_stored
 from bcd_core.cost_model.xgb import SharedXGBModel, aggregate_features
 from bcd_core.model_import import import_model
 from bcd_core.tasks import extract_tasks
@@ -105,3 +106,28 @@ def test_a_task_is_ranked_at_random_until_it_has_measurements(tiny_convnet: Path
     np.testing.assert_array_equal(cold.predict(context, candidates), learnt)
     resumed = ColdUntilMeasured(shared, seed=3, measured=True)._inst  # a task measured before a resume
     np.testing.assert_array_equal(resumed.predict(context, candidates), learnt)
+
+
+def test_stored_measurements_train_metaschedules_model_once_to_the_same_model(tiny_convnet: Path, host) -> None:
+    """A memory or a resume feeds the model group by group; fed through `update` it trains
+    after most groups, through `learn_stored` once, and ends the same."""
+    context, candidates = conv_context_and_candidates(tiny_convnet, host)
+    latencies = [1e-4 * (1 + i % 5) for i in range(len(candidates))]
+    latencies[1] = None  # a failed program is a sample too
+    thirds = [range(i, len(candidates), 3) for i in range(3)]
+    batches = [StoredBatch(context, [candidates[j] for j in third], [latencies[j] for j in third]) for third in thirds]
+
+    def counted() -> tuple[ms.cost_model.XGBModel, list[int]]:
+        model = ms.cost_model.XGBModel(num_warmup_samples=1, num_tuning_cores=1, adaptive_training=False)
+        trainings, train = [], model._inst._train
+        model._inst._train = lambda **kw: (trainings.append(1), train(**kw))
+        return model, trainings
+
+    by_update, updates = counted()
+    for batch in batches:
+        by_update.update(batch.context, batch.candidates, [stored_runner_result(x) for x in batch.latencies])
+    at_once, once = counted()
+    assert learn_stored(at_once, batches) == len(candidates)
+    assert len(updates) == 3 and len(once) == 1
+    np.testing.assert_allclose(at_once.predict(context, candidates), by_update.predict(context, candidates))
+    assert not at_once._inst.adaptive_training  # its own setting is back for the tune

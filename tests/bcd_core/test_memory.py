@@ -12,11 +12,13 @@ from pathlib import Path
 
 import models
 import pytest
+import tvm_ffi
 
 from bcd_core.cli import main
 from bcd_core.errors import StoreError
 from bcd_core.memory.recall import COLD, MemoryRequest
 from bcd_core.memory.similar import RememberedTask, most_similar
+from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.states import CARRIED_ORIGINS, REMEMBERED_ORIGINS, SEARCH_HIDDEN_ORIGINS
 from bcd_core.records.store import RecordStore
 from bcd_core.target import host_target, target_key
@@ -129,6 +131,18 @@ def test_a_new_model_draws_on_an_earlier_tune_with_provenance(tmp_path: Path, re
     assert [(r["store"], r["source_session_id"]) for r in store.memory_used(run.session_id)] == [("", 1)]
     assert any("pre-trained on" in m for m in messages)
     assert len(store.trials(run.session_id)) == SETTINGS.trials_per_task * len(run.tasks)
+
+
+@pytest.mark.slow
+def test_a_stored_program_is_learnt_from_as_the_same_candidate_replayed_once(remembered_store: Path) -> None:
+    store = RecordStore(remembered_store)
+    database = SqliteDatabase(store, target_key(host_target()))
+    rows = [t for t in store.trials(store.sessions()[0]["id"]) if t["latency_s"]][:6]
+    assert rows
+    for row in rows:
+        once, twice = database.candidate_from_row(row), database.record_from_row(row).as_measure_candidate()
+        assert tvm_ffi.structural_equal(once.sch.mod, twice.sch.mod)
+        assert [a.as_json() for a in once.args_info] == [a.as_json() for a in twice.args_info]
 
 
 @pytest.mark.slow
