@@ -4,10 +4,24 @@ processes live across rounds.
 `build_candidate` must stay importable cheaply: every builder worker process unpickles it.
 The stock default imports all tensor intrinsics in each fresh worker (about 20 s on 2 cores),
 which made most candidates time out; CPU targets do not need them.
+
+A round waits for its slowest build. On a CPU, a candidate whose build takes many times longer
+than its task's other candidates' is mostly LLVM unrolling a pathological loop nest (vector
+loops of an odd width wider than the registers, on the first convolutions of CNNs): one round
+of a CNN's stem convolution took 50 s where its task's rounds take 5-10 s, its 7-9 s builds
+being programs 2-7x slower than the round's best, and builds past the 10 s timeout cost 10 s
+of a core each. So once a task has built a few candidates, a build is stopped at
+SLOW_BUILD_FACTOR times its median build, and never before SLOW_BUILD_FLOOR_S (BuildTimes).
+On five tuned stores (2026-11-27), the best three programs of each one's five heaviest tasks
+built in 0.03-0.43 s, at most 6x their task's median, far inside the limit; the slowest
+build seen that was not pathological (5.4 s, a BERT-mini matmul 1.4x slower than its best)
+would now be stopped.
 """
 
 from __future__ import annotations
 
+import statistics
+import time
 from collections.abc import Callable
 
 import tvm
@@ -21,6 +35,14 @@ from tvm.target import Target
 # because Popen workers leak memory over many uses; a few dozen uses are harmless.
 BUILDS_PER_WORKER = 64
 
+# Slow builds (module docstring): a build longer than this many times its task's median is
+# stopped, but never before SLOW_BUILD_FLOOR_S, and only once the task has MIN_BUILDS_SEEN
+# successful builds (the median of the last RECENT_BUILDS).
+SLOW_BUILD_FACTOR = 10.0
+SLOW_BUILD_FLOOR_S = 3.0
+MIN_BUILDS_SEEN = 8
+RECENT_BUILDS = 64
+
 
 def build_candidate(mod: tvm.IRModule, target: Target, _params: object = None) -> tvm.runtime.Module:
     from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
@@ -33,8 +55,41 @@ def build_candidate(mod: tvm.IRModule, target: Target, _params: object = None) -
     return tvm.tirx.build(mod, target=target)
 
 
-def _build_in_worker(args: tuple) -> str:
-    return local_builder._worker_func(*args)
+def _build_in_worker(args: tuple) -> tuple[str, float]:
+    """(artifact path, seconds the build took), timed in the worker."""
+    started = time.perf_counter()
+    path = local_builder._worker_func(*args)
+    return path, time.perf_counter() - started
+
+
+def build_kind(mod: tvm.IRModule) -> str:
+    """What a task's candidates share: their function's argument shapes and types."""
+    func = next(iter(mod.functions.values()))
+    buffers = getattr(func, "buffer_map", {})
+    return repr([(tuple(str(d) for d in b.shape), str(b.dtype)) for b in buffers.values()])
+
+
+class BuildTimes:
+    """Seconds of the successful builds of each kind of candidate, and the time limit a
+    build of that kind gets (module docstring)."""
+
+    def __init__(self, limit_s: float) -> None:
+        self.limit_s = limit_s
+        self.seen: dict[str, list[float]] = {}
+
+    def limit_for(self, kinds: set[str]) -> float:
+        limits = [self._limit(kind) for kind in kinds]
+        return max(limits) if limits else self.limit_s
+
+    def _limit(self, kind: str) -> float:
+        times = self.seen.get(kind, [])
+        if len(times) < MIN_BUILDS_SEEN:
+            return self.limit_s
+        usual = statistics.median(times[-RECENT_BUILDS:])
+        return min(self.limit_s, max(SLOW_BUILD_FLOOR_S, SLOW_BUILD_FACTOR * usual))
+
+    def record(self, kind: str, seconds: float) -> None:
+        self.seen.setdefault(kind, []).append(seconds)
 
 
 @derived_object
@@ -46,12 +101,16 @@ class PooledBuilder(ms.builder.PyBuilder):
     restarted by the pool on its next build.
     """
 
-    def __init__(self, max_workers: int, timeout_sec: float, f_build: Callable = build_candidate) -> None:
+    def __init__(
+        self, max_workers: int, timeout_sec: float, f_build: Callable = build_candidate, stop_slow_builds: bool = False
+    ) -> None:
         super().__init__()
         self.max_workers = max_workers
         self.timeout_sec = timeout_sec
         self.f_build = f_build
         self._pool: PopenPoolExecutor | None = None
+        # CPU targets only: a GPU build's time is mostly NVRTC's and says little of the kernel.
+        self.build_times = BuildTimes(timeout_sec) if stop_slow_builds else None
 
     def _workers(self) -> PopenPoolExecutor:
         if self._pool is None:
@@ -66,7 +125,11 @@ class PooledBuilder(ms.builder.PyBuilder):
             (self.f_build, None, item.mod, item.target, local_builder._serialize_params(item.params))
             for item in build_inputs
         ]
-        outcomes = list(self._workers().map_with_error_catching(_build_in_worker, jobs))
+        kinds = [build_kind(item.mod) for item in build_inputs] if self.build_times else []
+        limit = self.build_times.limit_for(set(kinds)) if self.build_times else self.timeout_sec
+        pool = self._workers()
+        pool._timeout = limit  # read as each job is sent; this batch's jobs are all sent in map
+        outcomes = list(pool.map_with_error_catching(_build_in_worker, jobs))
         failed = [i for i, outcome in enumerate(outcomes) if outcome.status == StatusKind.EXCEPTION]
         if failed:
             # A long-lived worker's LLVM state can go bad, rarely ("Instruction does not dominate
@@ -75,19 +138,24 @@ class PooledBuilder(ms.builder.PyBuilder):
             # really cannot build fails twice.
             self.close()
             fresh = self._new_pool(None)
+            fresh._timeout = limit
             try:
                 retried = fresh.map_with_error_catching(_build_in_worker, [jobs[i] for i in failed])
                 for i, outcome in zip(failed, retried):
                     outcomes[i] = outcome
             finally:
                 fresh.shutdown(wait=True)
-        return [self._result(outcome) for outcome in outcomes]
+        if self.build_times:
+            for kind, outcome in zip(kinds, outcomes):
+                if outcome.status == StatusKind.COMPLETE:
+                    self.build_times.record(kind, outcome.value[1])
+        return [self._result(outcome, limit) for outcome in outcomes]
 
-    def _result(self, outcome: MapResult) -> ms.builder.BuilderResult:
+    def _result(self, outcome: MapResult, limit: float) -> ms.builder.BuilderResult:
         if outcome.status == StatusKind.COMPLETE:
-            return ms.builder.BuilderResult(outcome.value, None)
+            return ms.builder.BuilderResult(outcome.value[0], None)
         if outcome.status == StatusKind.TIMEOUT:
-            return ms.builder.BuilderResult(None, f"LocalBuilder: Timeout, killed after {self.timeout_sec} seconds")
+            return ms.builder.BuilderResult(None, f"LocalBuilder: Timeout, killed after {limit:.3g} seconds")
         return ms.builder.BuilderResult(None, f"LocalBuilder: An exception occurred\n{outcome.value}")
 
     def close(self) -> None:

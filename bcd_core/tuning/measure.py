@@ -16,7 +16,9 @@ from bcd_core.tuning.settings import TuneSettings
 
 def make_builder(settings: TuneSettings, target: Target) -> PooledBuilder:
     """Close it when the session ends (its worker processes outlive a round)."""
-    return PooledBuilder(max_workers=host_core_count(), timeout_sec=settings.builder_timeout_for(is_gpu(target)))
+    gpu = is_gpu(target)
+    limit = settings.builder_timeout_for(gpu)
+    return PooledBuilder(max_workers=host_core_count(), timeout_sec=limit, stop_slow_builds=not gpu)
 
 
 def times_flushed(settings: TuneSettings, target: Target) -> bool:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
+import time
 
 import tvm
 from tvm import te
 from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.target import host_target
+from bcd_core.tuning import builder as builder_module
 from bcd_core.tuning.builder import PooledBuilder, build_candidate
+from bcd_core.tuning.measure import make_builder
+from bcd_core.tuning.settings import TuneSettings
 
 
 def add_one() -> tvm.IRModule:
@@ -74,3 +78,43 @@ def test_a_build_that_fails_everywhere_reports_the_error() -> None:
         builder.close()
     assert result.artifact_path is None
     assert "An exception occurred" in result.error_msg and "no such instruction" in result.error_msg
+
+
+def add_two() -> tvm.IRModule:
+    """Another program of add_one's kind (the same arguments)."""
+    a = te.placeholder((64,), name="a")
+    b = te.compute((64,), lambda i: a[i] + 2.0, name="b")
+    return tvm.IRModule({"main": te.create_prim_func([a, b])})
+
+
+def test_a_build_far_slower_than_its_kinds_usual_ones_is_stopped_early(monkeypatch) -> None:
+    def slow_for_add_two(mod: tvm.IRModule, target: tvm.target.Target, params: object = None) -> tvm.runtime.Module:
+        import time
+
+        if "2.0" in mod.script():
+            time.sleep(20)  # a pathological build
+        return build_candidate(mod, target, params)
+
+    monkeypatch.setattr(builder_module, "SLOW_BUILD_FLOOR_S", 1.0)
+    builder = PooledBuilder(max_workers=1, timeout_sec=30.0, f_build=slow_for_add_two, stop_slow_builds=True)
+    usual = [ms.builder.BuilderInput(add_one(), host_target())] * builder_module.MIN_BUILDS_SEEN
+    try:
+        assert all(result.error_msg is None for result in builder.build(usual[:-1]))
+        # One build short of what it takes to know the kind: the slow one gets the full 30 s.
+        assert builder.build_times.limit_for({builder_module.build_kind(add_one())}) == 30.0
+        assert builder.build(usual[-1:])[0].error_msg is None
+        started = time.perf_counter()
+        slow = builder.build([ms.builder.BuilderInput(add_two(), host_target())])[0]
+        waited = time.perf_counter() - started
+    finally:
+        builder.close()
+    assert slow.artifact_path is None and "Timeout, killed after 1 seconds" in slow.error_msg
+    assert waited < 10
+
+
+def test_only_cpu_builds_are_stopped_early() -> None:
+    """A GPU build's time is mostly the CUDA compiler's: it keeps its fixed timeout."""
+    cpu = make_builder(TuneSettings(), host_target())
+    gpu = make_builder(TuneSettings(), tvm.target.Target({"kind": "cuda", "arch": "sm_90"}))
+    assert cpu.build_times is not None and gpu.build_times is None
+    assert gpu.timeout_sec > cpu.timeout_sec
