@@ -25,11 +25,9 @@ from bcd_core.tuning.builder import build_candidate
 
 
 def build_seconds(database: SqliteDatabase, row: dict, target: tvm.target.Target) -> float:
-    record = database.record_from_row(row)
-    sch = tvm.s_tir.Schedule(record.workload.mod)
-    record.trace.apply_to_schedule(sch, remove_postproc=False)
+    mod = database.candidate_from_row(row).sch.mod  # the program as the tune built it
     started = time.perf_counter()
-    build_candidate(sch.mod, target)
+    build_candidate(mod, target)
     return time.perf_counter() - started
 
 

@@ -51,8 +51,8 @@ def retrain_from_store(run: TuningRun, model: ms.cost_model.PyCostModel) -> None
         )
         for index, trials in by_task.items()
     )
-    learn_stored(model, batches)
-    run.message(EventKind.INFO, f"cost model retrained on {sum(len(t) for t in by_task.values())} stored trials")
+    samples = learn_stored(model, batches)
+    run.message(EventKind.INFO, f"cost model retrained on {samples} stored trials")
 
 
 UNLIMITED = 10**9
