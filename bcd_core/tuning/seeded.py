@@ -154,6 +154,11 @@ class SeededPlan(ClusterSteering):
         self.seen: dict[int, set[int]] = {}  # task -> module hashes it was handed this run
         self.unmatched: set[int] = set()  # tasks told that no sketch matched
         self.failed: set[int] = set()  # trial ids whose diffused programs failed: never diffused again
+        # Remembered programs handed out, by module hash, and those whose adapted version failed
+        # ((store label, trial id): another store's trial ids are not this store's, so `failed`
+        # cannot hold them).
+        self.memory_given: dict[int, tuple[str, int]] = {}
+        self.memory_failed: set[tuple[str, int]] = set()
         self.misses: dict[int, int] = {}  # task -> diffused batches in a row that gave it nothing
         self.searches: dict[int, ms.search_strategy.EvolutionarySearch] = {}  # task -> its search, once tuning
         self.reproposed = 0  # candidates the searches proposed again, dropped
@@ -372,6 +377,7 @@ class SeededPlan(ClusterSteering):
             p
             for p in remembered
             if p.latency_s / max(p.task.flops, 1.0) < bound
+            and (p.task.store_label, p.trial_id) not in self.memory_failed
             and (p.task.store_label or p.trial_id not in self.failed)  # failed ids are of the own store ("")
         ][:count]
         given.update((p.task.store_label, p.trial_id) for p in priors)
@@ -384,7 +390,9 @@ class SeededPlan(ClusterSteering):
             source: RememberedProgram = priors[program.source_trial_id]
             own_store = not source.task.store_label
             reused = program.adaptation == "copy" and memory.is_same_workload(task_index, task, source.task)
-            run.provenance[module_hash(program.schedule)] = (
+            key = module_hash(program.schedule)
+            self.memory_given[key] = (source.task.store_label, source.trial_id)
+            run.provenance[key] = (
                 TrialOrigin.REUSED if reused else TrialOrigin.MEMORY,
                 source.trial_id if own_store else None,
                 f"{program.adaptation}; from {source.task.describe()}",
@@ -417,6 +425,16 @@ class SeededPlan(ClusterSteering):
                 program.adaptation,
             )
         return [program.candidate() for program in result.programs]
+
+    def note_memory_outcomes(self, candidates: Sequence[ms.MeasureCandidate], results: Sequence[Any]) -> None:
+        """A remembered program whose adapted version failed to build or run in a task is
+        diffused nowhere again, as a cluster-mate's program is (`failed`)."""
+        if not self.memory_given:
+            return
+        for candidate, result in zip(candidates, results):
+            source = self.memory_given.pop(module_hash(candidate.sch), None)
+            if source is not None and (result.error_msg is not None or not result.run_secs):
+                self.memory_failed.add(source)
 
     def after_batch(self, task_index: int, trials: list[Any], trial_ids: list[int]) -> None:
         """Status and provenance for the cluster tree: a task's first valid diffused program
@@ -496,6 +514,7 @@ class SeededSearch(ms.search_strategy.PySearchStrategy):
     def notify_runner_results(self, measure_candidates, results) -> None:
         if self.cold_model is not None:
             python_model(self.cold_model).measured = True
+        self.plan.note_memory_outcomes(measure_candidates, results)
         self.inner.notify_runner_results(measure_candidates, results)
 
     def clone(self) -> SeededSearch:

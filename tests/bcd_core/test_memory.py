@@ -176,6 +176,51 @@ def test_the_same_workload_is_reused_unchanged_and_may_seed_the_search(
 
 
 @pytest.mark.slow
+def test_another_stores_program_whose_adapted_version_failed_is_diffused_nowhere_again(
+    tmp_path: Path, remembered_store, sibling_model, monkeypatch
+) -> None:
+    """As a cluster-mate's program (test_seeded.py): here every adapted program gets a wrong
+    argument shape, so it fails to run wherever it lands."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from bcd_core.diffusion import DiffusedProgram
+    from bcd_core.memory.recall import TuningMemory
+    from bcd_core.tuning.seeded import SeededPlan
+
+    def failing_candidate(program: DiffusedProgram) -> ms.MeasureCandidate:
+        args = ms.arg_info.ArgInfo.from_entry_func(program.schedule.mod, remove_preproc=True)
+        return ms.MeasureCandidate(program.schedule, [ms.arg_info.TensorInfo("float32", [1]), *args[1:]])
+
+    offered: list[tuple[set, set]] = []  # (programs the memory offered, those known to have failed)
+    given: list[tuple[set, set]] = []  # (programs handed to a task, those known to have failed)
+    failed_now: set = set()
+    programs, from_memory = TuningMemory.programs, SeededPlan.from_memory
+
+    def spy_programs(self, *args, **kwargs):
+        found = programs(self, *args, **kwargs)
+        offered.append(({(p.task.store_label, p.trial_id) for p in found}, set(failed_now)))
+        return found
+
+    def spy_from_memory(self, *args, **kwargs):
+        failed_now.clear()
+        failed_now.update(self.memory_failed)
+        before = set(self.memory_given)
+        result = from_memory(self, *args, **kwargs)
+        given.append(({v for k, v in self.memory_given.items() if k not in before}, set(failed_now)))
+        return result
+
+    monkeypatch.setattr(DiffusedProgram, "candidate", failing_candidate)
+    monkeypatch.setattr(TuningMemory, "programs", spy_programs)
+    monkeypatch.setattr(SeededPlan, "from_memory", spy_from_memory)
+    team = copy_store(remembered_store, tmp_path / "team.db")
+    run, _ = tune(sibling_model, tmp_path / "mine.db", MemoryRequest(stores=(str(team),)))
+    remembered = memory_trials(tmp_path / "mine.db", run.session_id)
+    assert remembered and all(t["latency_s"] is None for t in remembered)
+    assert any(found & failed for found, failed in offered), "no failed program was offered again"
+    assert all(not (handed & failed) for handed, failed in given), "a failed program was diffused again"
+
+
+@pytest.mark.slow
 def test_a_models_own_earlier_sessions_are_not_drawn_on(tmp_path: Path, remembered_store, first_model) -> None:
     """A new session of a model starts over: two strategies tuned in one store compare fairly."""
     db = copy_store(remembered_store, tmp_path / "store.db")
