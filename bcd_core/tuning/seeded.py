@@ -69,7 +69,7 @@ from bcd_core.tuning.driver import drive
 from bcd_core.tuning.first_round import module_hash, ranked_samples
 from bcd_core.tuning.metaschedule import evolutionary_search
 from bcd_core.tuning.priors import faster_per_flop
-from bcd_core.tuning.session import TuningRun
+from bcd_core.tuning.session import TuningRun, gave_no_time
 from bcd_core.tuning.steering import ClusterSteering, honour_control
 
 log = logging.getLogger("bcd.tuning.seeded")
@@ -433,7 +433,7 @@ class SeededPlan(ClusterSteering):
             return
         for candidate, result in zip(candidates, results):
             source = self.memory_given.pop(module_hash(candidate.sch), None)
-            if source is not None and (result.error_msg is not None or not result.run_secs):
+            if source is not None and gave_no_time(result):
                 self.memory_failed.add(source)
 
     def after_batch(self, task_index: int, trials: list[Any], trial_ids: list[int]) -> None:

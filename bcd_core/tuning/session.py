@@ -210,6 +210,12 @@ def measurement_outcome(built: Any, ran: Any) -> tuple[str | None, list[float] |
     return error, run_secs
 
 
+def gave_no_time(ran: Any) -> bool:
+    """Whether a runner result (MetaSchedule folds a failed build into it) has no valid run
+    time, by the rule `measurement_outcome` applies."""
+    return bool(ran.error_msg) or is_failed_run(_seconds(ran.run_secs or []))
+
+
 def batch_metrics_row(
     round_number: int, task_row_id: int, predicted: list[float] | None, trials: list[TrialRow]
 ) -> dict[str, Any] | None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import models
 import pytest
 import tvm_ffi
+from failing_programs import make_every_diffused_program_fail
 
 from bcd_core.cli import main
 from bcd_core.errors import StoreError
@@ -181,15 +182,8 @@ def test_another_stores_program_whose_adapted_version_failed_is_diffused_nowhere
 ) -> None:
     """As a cluster-mate's program (test_seeded.py): here every adapted program gets a wrong
     argument shape, so it fails to run wherever it lands."""
-    from tvm.s_tir import meta_schedule as ms
-
-    from bcd_core.diffusion import DiffusedProgram
     from bcd_core.memory.recall import TuningMemory
     from bcd_core.tuning.seeded import SeededPlan
-
-    def failing_candidate(program: DiffusedProgram) -> ms.MeasureCandidate:
-        args = ms.arg_info.ArgInfo.from_entry_func(program.schedule.mod, remove_preproc=True)
-        return ms.MeasureCandidate(program.schedule, [ms.arg_info.TensorInfo("float32", [1]), *args[1:]])
 
     offered: list[tuple[set, set]] = []  # (programs the memory offered, those known to have failed)
     given: list[tuple[set, set]] = []  # (programs handed to a task, those known to have failed)
@@ -209,7 +203,7 @@ def test_another_stores_program_whose_adapted_version_failed_is_diffused_nowhere
         given.append(({v for k, v in self.memory_given.items() if k not in before}, set(failed_now)))
         return result
 
-    monkeypatch.setattr(DiffusedProgram, "candidate", failing_candidate)
+    make_every_diffused_program_fail(monkeypatch)
     monkeypatch.setattr(TuningMemory, "programs", spy_programs)
     monkeypatch.setattr(SeededPlan, "from_memory", spy_from_memory)
     team = copy_store(remembered_store, tmp_path / "team.db")

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from failing_programs import make_every_diffused_program_fail
 
 from bcd_core.clustering import cluster_tasks
 from bcd_core.cost_model.phased import python_model
@@ -352,15 +353,7 @@ def test_a_program_whose_diffused_version_failed_is_diffused_nowhere_again(
     """Diffused versions that fail where they land (here each gets a wrong argument shape, so
     it fails to run; in real tunes, builds that outlast the builder's timeout) cost their source
     one batch: the source is not diffused into any task again."""
-    from tvm.s_tir import meta_schedule as ms
-
-    from bcd_core.diffusion import DiffusedProgram
-
-    def failing_candidate(program: DiffusedProgram) -> ms.MeasureCandidate:
-        args = ms.arg_info.ArgInfo.from_entry_func(program.schedule.mod, remove_preproc=True)
-        return ms.MeasureCandidate(program.schedule, [ms.arg_info.TensorInfo("float32", [1]), *args[1:]])
-
-    monkeypatch.setattr(DiffusedProgram, "candidate", failing_candidate)
+    make_every_diffused_program_fail(monkeypatch)
     settings = replace(SETTINGS, trials_per_task=16)
     run = run_session(conv_cluster_model, tmp_path / "failed.db", host, settings)
     diffused = [t for t in RecordStore(tmp_path / "failed.db").trials(run.session_id) if t["origin"] == "diffused"]
