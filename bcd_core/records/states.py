@@ -39,6 +39,7 @@ class TrialOrigin(StrEnum):
     DIFFUSED = "diffused"  # another task's program, adapted
     MEMORY = "memory"  # a program of an earlier tune's task (any model, same target), adapted
     REUSED = "reused"  # an earlier tune's program for this very workload, unchanged
+    SERIAL = "serial"  # one of the task's programs run on one thread (tuning/serial.py)
     COMMITTED = "committed"  # written through MetaSchedule's database interface
     IMPORTED = "imported"  # from a MetaSchedule JSON database
 

@@ -28,6 +28,7 @@ LATE_COST_MODELS = ("metaschedule", "shared")
 FIRST_ROUNDS = ("ranked", "stock", "cold", "by-work", "ranked-cold")  # the default first
 SEARCH_SEEDS = ("own", "all")  # the default first
 MEMBER_FIRST_ROUNDS = ("by-work", "half", "full", "plus")  # the default first
+SERIAL_TWINS = ("on", "off")  # the default first
 MATH_MODES = ("fast", "exact")  # values of model_import.MathMode, default first
 CPU_CACHE_MODES = ("warm", "flushed")  # how CPU candidates are timed (tuning/cache_flush.py), default first
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
@@ -166,6 +167,15 @@ OPTIONS: tuple[Option, ...] = (
         "(as by work, but the heavier tasks measure a whole round of their own picks and the diffused programs on top)",
         "--member-first-round",
         choices=MEMBER_FIRST_ROUNDS,
+        identity_of=(SEEDED,),
+    ),
+    Option(
+        "serial_twins",
+        Level.RESEARCH,
+        "whether a task's batches may carry the serial twin of one of its programs (the same program on "
+        "one thread), until twins stop winning",
+        "--serial-twins",
+        choices=SERIAL_TWINS,
         identity_of=(SEEDED,),
     ),
     Option(

@@ -69,6 +69,7 @@ from bcd_core.tuning.driver import drive
 from bcd_core.tuning.first_round import module_hash, ranked_samples
 from bcd_core.tuning.metaschedule import evolutionary_search
 from bcd_core.tuning.priors import faster_per_flop
+from bcd_core.tuning.serial import SerialTwins
 from bcd_core.tuning.session import TuningRun, gave_no_time
 from bcd_core.tuning.steering import ClusterSteering, honour_control
 
@@ -165,6 +166,7 @@ class SeededPlan(ClusterSteering):
         rows = run.store.tasks(run.session_id)
         self.provenance_written = {row["idx"] for row in rows if row["diffused_best_s"] is not None}
         self.heavy = heavier_than_average(run.tasks)
+        self.twins = SerialTwins(run) if self.settings.serial_twins == "on" else None
         self._restore_received()
         self.recluster()
         run.batch_hooks.append(self.after_batch)
@@ -192,6 +194,9 @@ class SeededPlan(ClusterSteering):
             best[index] = min([*latencies, best.get(index, math.inf)])
             diffused = [t["latency_s"] or math.inf for t in trials if t["origin"] in CARRIED_ORIGINS]
             self.note_diffusion_outcome(index, diffused, best[index])
+            if self.twins is not None:
+                twins = [t["latency_s"] or math.inf for t in trials if t["origin"] == TrialOrigin.SERIAL]
+                self.twins.note_outcome(index, twins, best[index])
 
     def note_diffusion_outcome(self, task_index: int, diffused: list[float], best: float) -> None:
         """After a batch: did one of its diffused programs (latencies) become the task's best?
@@ -275,6 +280,28 @@ class SeededPlan(ClusterSteering):
         if short > 0 and task_index in self.searches:
             batch += self.ranked(task_index, short)
         return batch
+
+    def with_serial_twin(
+        self, task_index: int, batch: list[ms.MeasureCandidate], left: int
+    ) -> list[ms.MeasureCandidate]:
+        """The batch with a serial twin of one of the task's programs (tuning/serial.py) in
+        place of its last own (lowest-ranked) candidate, never of a carried program; added
+        instead to a batch of one (a design space of one program: a reshape) when the budget
+        allows."""
+        if self.twins is None or not batch:
+            return batch
+        seen = self.seen.setdefault(task_index, set())
+        own = [i for i, c in enumerate(batch) if module_hash(c.sch) not in self.run.provenance]
+        if (len(batch) == 1 or not own) and len(batch) >= left:
+            return batch
+        twin = self.twins.next_twin(task_index, batch, seen)
+        if twin is None:
+            return batch
+        if len(batch) == 1 or not own:
+            return [*batch, twin]
+        dropped = batch[own[-1]]
+        seen.discard(module_hash(dropped.sch))  # not measured: the search may propose it again
+        return [c for c in batch if c is not dropped] + [twin]
 
     def first_round(
         self, task_index: int, left: int, stock_picks: Sequence[ms.MeasureCandidate] | None = None
@@ -443,6 +470,9 @@ class SeededPlan(ClusterSteering):
         self.failed |= failed_sources([(t.source_trial_id, t.latency_s) for t in carried])
         diffused_latencies = [t.latency_s or math.inf for t in carried]
         self.note_diffusion_outcome(task_index, diffused_latencies, self.run.best.get(task_index, math.inf))
+        if self.twins is not None:
+            twins = [t.latency_s or math.inf for t in trials if t.origin == TrialOrigin.SERIAL]
+            self.twins.note_outcome(task_index, twins, self.run.best.get(task_index, math.inf))
         if task_index in self.skipped:
             return
         diffused = [(t.latency_s, t.source_trial_id) for t in carried if t.latency_s]
@@ -508,6 +538,7 @@ class SeededSearch(ms.search_strategy.PySearchStrategy):
             plan.run.bookkeeping_s += time.perf_counter() - started
         if not batch:
             return None
+        batch = plan.with_serial_twin(self.task_index, batch, left)
         plan.generated += len(batch)
         return batch
 

@@ -19,6 +19,7 @@ from bcd_core.tuning.options import (
     RUNNERS,
     SEARCH_SEEDS,
     SEEDED,
+    SERIAL_TWINS,
     STOCK,
     STRATEGIES,
     identity_fields,
@@ -36,7 +37,13 @@ AUTO_CLUSTER_PRIORS_MIN_TASKS = 8
 # ran with (not today's default): it resumes with that value, and a tune that asks for that
 # value finds it (TuningRun._open_session).
 IDENTITY_ADDED_LATER: dict[str, dict[str, Any]] = {
-    SEEDED: {"search_seeds": "all", "member_first_round": "full", "math": "exact", "cpu_cache": "warm"},
+    SEEDED: {
+        "search_seeds": "all",
+        "member_first_round": "full",
+        "math": "exact",
+        "cpu_cache": "warm",
+        "serial_twins": "off",
+    },
     PHASED: {
         "representative_rule": "similar",
         "split_heavier_than": 0.0,
@@ -153,6 +160,8 @@ class TuneSettings:
     # found no good basin in 4 picks of its own, and its search stayed in the poor one: the
     # trials saved on the light tasks are most of the time saved, the heavy ones set the final.
     member_first_round: str = MEMBER_FIRST_ROUNDS[0]
+    # "bcd": whether a task's batches carry serial twins of its programs (tuning/serial.py).
+    serial_twins: str = SERIAL_TWINS[0]
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -179,6 +188,8 @@ class TuneSettings:
             raise ValueError(f"first round must be one of {', '.join(FIRST_ROUNDS)}")
         if self.member_first_round not in MEMBER_FIRST_ROUNDS:
             raise ValueError(f"member first round must be one of {', '.join(MEMBER_FIRST_ROUNDS)}")
+        if self.serial_twins not in SERIAL_TWINS:
+            raise ValueError(f"serial twins must be one of {', '.join(SERIAL_TWINS)}")
         if not 0 <= self.diffusion_share <= 0.5:
             raise ValueError("the diffusion share must be between 0 (off) and 0.5 of a round")
         if self.math not in MATH_MODES:

@@ -1,0 +1,99 @@
+"""Serial twins (bcd_core/tuning/serial.py) with real TVM: a twin is the same program on one
+thread, it joins a `bcd` tune's batches with provenance, and it stops where it never wins."""
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tvm
+from tvm.s_tir import meta_schedule as ms
+from tvm.s_tir.schedule import Trace
+
+from bcd_core.records.store import RecordStore
+from bcd_core.tasks import design_space
+from bcd_core.tuning.serial import MODEL_MISSES, TASK_MISSES, SerialTwins, serial_trace_json, serial_twin
+from bcd_core.tuning.session import prepare_model
+from bcd_core.tuning.settings import TuneSettings
+from bcd_core.tuning.tune import run_session
+from bcd_core.untuned import standard_normal_arguments
+
+SETTINGS = TuneSettings(strategy="bcd", trials_per_task=8, trials_per_round=4)
+
+
+def parallel_program(task, target) -> tvm.s_tir.Schedule:
+    """A post-processed program of the task's design space whose outer loop runs in parallel."""
+    context = ms.TuneContext(mod=task.mod, target=target, space_generator="post-order-apply", num_threads=1)
+    postprocs = list(context.space_generator.postprocs)
+    for seed in range(1, 51):
+        for sketch in design_space(task.mod, target):
+            sch = tvm.s_tir.Schedule(task.mod, seed=seed)
+            Trace(sketch.trace.insts, {}).apply_to_schedule(sch, remove_postproc=True)  # decisions sampled anew
+            sch.enter_postproc()
+            if all(p.apply(sch) for p in postprocs) and "T.parallel" in sch.mod.script():
+                return sch, postprocs
+    pytest.skip("no parallel program sampled")
+
+
+def outputs_of(sch: tvm.s_tir.Schedule, task, target) -> np.ndarray:
+    library = tvm.compile(sch.mod, target=target)
+    arguments = standard_normal_arguments(task, tvm.cpu())
+    library["main"](*arguments)
+    return arguments[-1].numpy()
+
+
+def test_a_serial_twin_is_the_same_program_on_one_thread(tiny_mlp: Path, host) -> None:
+    task = max(prepare_model(tiny_mlp, host).tasks, key=lambda t: t.flops)
+    original, postprocs = parallel_program(task, host)
+    twin = serial_twin(task.mod, original.trace, postprocs)
+    assert twin is not None
+    assert "T.parallel" not in twin.mod.script()
+    # Every sampled decision is kept; only the parallel annotation is gone.
+    kept = [value for _, value in original.trace.as_json(remove_postproc=True)[1]]
+    assert [value for _, value in twin.trace.as_json(remove_postproc=True)[1]] == kept
+    np.testing.assert_allclose(outputs_of(twin, task, host), outputs_of(original, task, host), rtol=1e-5)
+    assert serial_trace_json(twin.trace) is None  # a serial program has no twin
+    assert serial_twin(task.mod, twin.trace, postprocs) is None
+
+
+def test_twins_stop_for_a_task_and_for_the_model_where_they_never_win() -> None:
+    twins = SerialTwins(run=None)
+    for _ in range(TASK_MISSES):
+        assert twins.active(0)
+        twins.note_outcome(0, [2.0], best=1.0)
+    assert not twins.active(0) and twins.active(1)
+    twins.note_outcome(1, [1.0], best=1.0)  # a win resets the task's misses
+    twins.note_outcome(1, [], best=1.0)  # a batch without a twin counts for nothing
+    assert twins.misses[1] == 0 and twins.hits == 1
+    never = SerialTwins(run=None)
+    for task in range(MODEL_MISSES):
+        never.note_outcome(task, [float("inf")], best=1.0)  # failed twins are misses too
+    assert not never.active(MODEL_MISSES + 1)
+
+
+@pytest.mark.slow
+def test_twins_join_a_tunes_batches_with_provenance(tmp_path: Path, tiny_mlp: Path, host) -> None:
+    db = tmp_path / "twins.db"
+    run = run_session(tiny_mlp, db, host, SETTINGS)
+    store = RecordStore(db)
+    trials = store.trials(run.session_id)
+    twins = [t for t in trials if t["origin"] == "serial"]
+    assert twins, "no batch carried a serial twin"
+    by_id = {t["id"]: t for t in trials}
+    for twin in twins:
+        assert twin["adaptation"] == "serial twin"
+        assert "meta_schedule.parallel" not in twin["trace"]
+        source = twin["source_trial_id"]
+        if source is not None:  # the twin of a measured program of the same task
+            assert source < twin["id"] and by_id[source]["task_id"] == twin["task_id"]
+            assert re.search(r"meta_schedule\.parallel", by_id[source]["trace"])
+    assert len(trials) == SETTINGS.trials_per_task * len(run.tasks)  # twins are within the budget
+    rounds: dict[int, int] = {}
+    for twin in twins:
+        rounds[twin["round"]] = rounds.get(twin["round"], 0) + 1
+    assert max(rounds.values()) == 1  # one twin a batch at most
+
+    off = tmp_path / "off.db"
+    run_off = run_session(tiny_mlp, off, host, replace(SETTINGS, serial_twins="off"))
+    assert not [t for t in RecordStore(off).trials(run_off.session_id) if t["origin"] == "serial"]
