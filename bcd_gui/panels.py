@@ -273,6 +273,8 @@ class ProvenancePanel(QWidget):
             )
             lines.append(self._after_seeding(info))
         lines.append(f"Best program's origin: {task.best_origin or 'none yet'}")
+        if task.best_origin == "serial":
+            lines.append("A serial twin: one of its programs run on one thread, faster here than in parallel.")
         self.text.setText("<br>".join(lines))
 
     @staticmethod

@@ -166,7 +166,7 @@ class SeededPlan(ClusterSteering):
         rows = run.store.tasks(run.session_id)
         self.provenance_written = {row["idx"] for row in rows if row["diffused_best_s"] is not None}
         self.heavy = heavier_than_average(run.tasks)
-        self.twins = SerialTwins(run) if self.settings.serial_twins == "on" else None
+        self.twins = SerialTwins(run, self.score) if self.settings.serial_twins == "on" else None
         self._restore_received()
         self.recluster()
         run.batch_hooks.append(self.after_batch)
@@ -357,13 +357,16 @@ class SeededPlan(ClusterSteering):
         its own picks (`member_first_round` plus), not in place of some of them."""
         return self.settings.member_first_round == "plus" and task_index in self.heavy
 
+    def score(self, context: ms.TuneContext, candidates: list[ms.MeasureCandidate]) -> Any:
+        """The shared cost model's scores of candidates (higher: predicted faster)."""
+        return python_model(self.run.cost_model).predict(context, candidates)
+
     def ranked(self, task_index: int, count: int, explore: int = 0) -> list[ms.MeasureCandidate]:
         run = self.run
         search = self.searches[task_index]
         seen = self.seen.setdefault(task_index, set())
         population = self.settings.population_size
-        score = python_model(run.cost_model).predict
-        return ranked_samples(run.contexts[task_index], search, score, count, population, seen, explore, self.rng)
+        return ranked_samples(run.contexts[task_index], search, self.score, count, population, seen, explore, self.rng)
 
     def diffused(self, task_index: int, count: int, seen: set[int]) -> list[ms.MeasureCandidate]:
         """Up to `count` diffused programs: an earlier tune's programs for this very workload

@@ -10,7 +10,7 @@ serial program early evolves around parallel ones. The twin keeps every other de
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import tvm
@@ -61,18 +61,26 @@ def serial_twin(mod: tvm.IRModule, trace: Trace, postprocs: Sequence[Any]) -> tv
 # pay (many cores, big kernels) twins cost a few trials, not a share of every round.
 TASK_MISSES = 2
 MODEL_MISSES = 8
-# How many of a task's best measured programs are tried for a twin not yet handed out.
+# How many of a task's best measured programs are tried for a twin not yet handed out, and
+# how many of a batch's picks are twinned for the cost model to choose from before the task
+# has a measurement.
 ORIGINALS_TRIED = 3
+PICKS_TWINNED = 8
+
+Score = Callable[[Any, list[Any]], Sequence[float]]  # (tune context, candidates) -> scores
 
 
 class SerialTwins:
     """Which serial twin, if any, joins a task's next batch: the twin of its best measured
-    program that has one not yet handed out, else of the batch's first (best-ranked)
-    candidate. A twin is the task's own program: once measured it may seed the task's search,
-    whose mutations keep it serial."""
+    program that has one not yet handed out; before the task has a measurement, the twin the
+    cost model ranks first among those of the batch's picks (it has learnt from the other
+    tasks' twins, so a model whose small matmuls ran faster serial picks the twin of a
+    program that suits one thread). A twin is the task's own program: once measured it may
+    seed the task's search, whose mutations keep it serial."""
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: Any, score: Score | None = None) -> None:
         self.run = run
+        self.score = score
         self.misses: dict[int, int] = {}  # task -> batches in a row whose twin did not become its best
         self.hits = 0
         self.model_misses = 0
@@ -89,23 +97,33 @@ class SerialTwins:
             return None
         context = self.run.contexts[task_index]
         postprocs = list(context.space_generator.postprocs)
-        for source_id, trace in self._originals(task_index, batch):
+        measured = task_index in self.run.best
+        originals = self._measured(task_index) if measured else [(None, c.sch.trace) for c in batch[:PICKS_TWINNED]]
+        twins: list[tuple[int | None, Any]] = []
+        for source_id, trace in originals:
             twin = serial_twin(context.mod, trace, postprocs)
-            if twin is None:
-                continue
-            key = module_hash(twin)
-            if key in seen:
-                continue
-            seen.add(key)
-            self.run.provenance[key] = (TrialOrigin.SERIAL, source_id, "serial twin")
-            return as_candidate(twin)
-        return None
+            if twin is not None and module_hash(twin) not in seen:
+                twins.append((source_id, twin))
+                if measured:
+                    break  # the best measured program's twin
+        if not twins:
+            return None
+        source_id, twin = twins[self._best_scored(context, [t for _, t in twins])]
+        key = module_hash(twin)
+        seen.add(key)
+        self.run.provenance[key] = (TrialOrigin.SERIAL, source_id, "serial twin")
+        return as_candidate(twin)
 
-    def _originals(self, task_index: int, batch: Sequence[Any]) -> list[tuple[int | None, Trace]]:
+    def _measured(self, task_index: int) -> list[tuple[int | None, Trace]]:
         run = self.run
-        rows = run.database.top_rows(run.workload_ids[task_index], ORIGINALS_TRIED) if task_index in run.best else []
-        measured = [(row["id"], run.database.record_from_row(row).trace) for row in rows if row["latency_s"]]
-        return [*measured, *[(None, candidate.sch.trace) for candidate in batch[:1]]]
+        rows = run.database.top_rows(run.workload_ids[task_index], ORIGINALS_TRIED)
+        return [(row["id"], run.database.record_from_row(row).trace) for row in rows if row["latency_s"]]
+
+    def _best_scored(self, context: Any, twins: list[Any]) -> int:
+        if len(twins) == 1 or self.score is None:
+            return 0
+        scores = self.score(context, [as_candidate(twin) for twin in twins])
+        return max(range(len(twins)), key=lambda position: float(scores[position]))
 
     def note_outcome(self, task_index: int, twin_latencies: list[float], best: float) -> None:
         """After a batch that carried a twin (its latency, inf when it failed): did it become
