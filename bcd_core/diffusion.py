@@ -19,6 +19,7 @@ import tvm_ffi
 from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.schedule import Trace
 
+from bcd_core.programs import PARALLEL_ANNOTATION, has_parallel_annotation, postprocess, serial_twin
 from bcd_core.tasks import normalize_sketch, without_inlining
 
 SAMPLING_KINDS = ("SamplePerfectTile", "SampleCategorical", "SampleComputeLocation")
@@ -89,7 +90,9 @@ def structure_of(trace: Trace) -> str:
     """Structure without decisions. Simplified first: stored records drop unused
     instructions (e.g. a get_sblock nothing uses) that the raw sketch still has."""
     simplified = trace.simplified(remove_postproc=True)
-    return normalize_sketch("\n".join(simplified.as_python(remove_postproc=True)))
+    lines = simplified.as_python(remove_postproc=True)
+    # A serial twin is its sketch's program without the parallel annotation: same structure.
+    return normalize_sketch("\n".join(line for line in lines if f'"{PARALLEL_ANNOTATION}"' not in line))
 
 
 def matching_sketch(prior: Trace, sketches: Sequence[tvm.s_tir.Schedule]) -> int | None:
@@ -168,18 +171,6 @@ def replay(
     return sch
 
 
-def postprocess(sch: tvm.s_tir.Schedule, postprocs: Sequence[Any]) -> bool:
-    """Run the member space's post-processors; False when any rejects the program."""
-    sch.enter_postproc()
-    for postproc in postprocs:
-        try:
-            if not postproc.apply(sch):
-                return False
-        except Exception:
-            return False
-    return True
-
-
 @dataclass
 class DiffusionResult:
     programs: list[DiffusedProgram]
@@ -211,7 +202,7 @@ def diffuse(
     programs: list[DiffusedProgram] = []
     matched: int | None = None
     attempted = rejected = 0
-    plans = []  # (source id, prior, member sketch index, adaptations in order)
+    plans = []  # (source id, prior, member sketch index, adaptations in order, serial)
     for source_id, prior in priors:
         index = matching_sketch(prior, sketches)
         if index is None:
@@ -219,12 +210,14 @@ def diffuse(
         matched = index if matched is None else matched
         modes = ["keep", "scale"]
         rng.shuffle(modes)
-        plans.append((source_id, prior, index, ["copy", *modes, "random"]))
+        # A serial twin's program diffuses as a serial program (the sketch replayed, then twinned).
+        serial = not has_parallel_annotation(prior) and has_parallel_annotation(sketches[index].trace)
+        plans.append((source_id, prior, index, ["copy", *modes, "random"], serial))
     if spread:
         order = [(plan, plan[3][level]) for level in range(len(TILE_MODES)) for plan in plans]
     else:
         order = [(plan, mode) for plan in plans for mode in plan[3]]
-    for (source_id, prior, index, _), mode in order:
+    for (source_id, prior, index, _, serial), mode in order:
         if len(programs) >= count:
             break
         for copy_location in (True, False):
@@ -234,13 +227,14 @@ def diffuse(
             except Exception:
                 rejected += 1
                 continue  # e.g. a compute location invalid for the member: sample instead
-            if not postprocess(sch, postprocs):
+            sch = serial_twin(context.mod, sch.trace, postprocs) if serial else sch
+            if sch is None or (not serial and not postprocess(sch, postprocs)):
                 rejected += 1
                 break
             key = int(tvm_ffi.structural_hash(sch.mod))
             if key not in seen:
                 seen.add(key)
-                label = mode if copy_location else f"{mode}+location-sampled"
+                label = (mode if copy_location else f"{mode}+location-sampled") + ("+serial" if serial else "")
                 programs.append(DiffusedProgram(sch, source_id, label))
             break
     return DiffusionResult(programs[:count], matched, attempted, rejected)

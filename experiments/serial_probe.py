@@ -18,9 +18,9 @@ from e2e_gap import library_us, open_session
 from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.schedule import Schedule
 
+from bcd_core.programs import serial_twin
 from bcd_core.records.store import RecordStore
 from bcd_core.tasks import extract_tasks
-from bcd_core.tuning.serial import serial_twin
 from bcd_core.untuned import standard_normal_arguments
 
 

@@ -70,7 +70,7 @@ from bcd_core.tuning.first_round import module_hash, ranked_samples
 from bcd_core.tuning.metaschedule import evolutionary_search
 from bcd_core.tuning.priors import faster_per_flop
 from bcd_core.tuning.serial import SerialTwins
-from bcd_core.tuning.session import TuningRun, gave_no_time
+from bcd_core.tuning.session import TuningRun, gave_no_time, run_latency
 from bcd_core.tuning.steering import ClusterSteering, honour_control
 
 log = logging.getLogger("bcd.tuning.seeded")
@@ -189,14 +189,25 @@ class SeededPlan(ClusterSteering):
             elif trial["origin"] in REMEMBERED_ORIGINS and source is not None:  # of the own store
                 self.remembered.setdefault(index, set()).add(("", source))
         best: dict[int, float] = {}
+        latency_of = {t["id"]: t["latency_s"] for ts in rounds.values() for t in ts}
         for (_, index), trials in sorted(rounds.items()):
             latencies = [t["latency_s"] for t in trials if t["latency_s"]]
             best[index] = min([*latencies, best.get(index, math.inf)])
             diffused = [t["latency_s"] or math.inf for t in trials if t["origin"] in CARRIED_ORIGINS]
             self.note_diffusion_outcome(index, diffused, best[index])
             if self.twins is not None:
-                twins = [t["latency_s"] or math.inf for t in trials if t["origin"] == TrialOrigin.SERIAL]
-                self.twins.note_outcome(index, twins, best[index])
+                self._restore_twins(index, trials, latency_of)
+
+    def _restore_twins(self, index: int, trials: list[dict[str, Any]], latency_of: dict[int, float | None]) -> None:
+        """On resume: each stored twin against its original (a measured program's stored
+        latency; for a twin of a pick of its own batch, the batch's best other program)."""
+        others = [t["latency_s"] for t in trials if t["origin"] != TrialOrigin.SERIAL and t["latency_s"]]
+        for twin in (t for t in trials if t["origin"] == TrialOrigin.SERIAL):
+            source = twin["source_trial_id"]
+            if source is not None:
+                self.twins.twinned.add(source)
+            original = latency_of.get(source) if source is not None else min(others, default=None)
+            self.twins.note_outcome(index, twin["latency_s"], original)
 
     def note_diffusion_outcome(self, task_index: int, diffused: list[float], best: float) -> None:
         """After a batch: did one of its diffused programs (latencies) become the task's best?
@@ -473,9 +484,6 @@ class SeededPlan(ClusterSteering):
         self.failed |= failed_sources([(t.source_trial_id, t.latency_s) for t in carried])
         diffused_latencies = [t.latency_s or math.inf for t in carried]
         self.note_diffusion_outcome(task_index, diffused_latencies, self.run.best.get(task_index, math.inf))
-        if self.twins is not None:
-            twins = [t.latency_s or math.inf for t in trials if t.origin == TrialOrigin.SERIAL]
-            self.twins.note_outcome(task_index, twins, self.run.best.get(task_index, math.inf))
         if task_index in self.skipped:
             return
         diffused = [(t.latency_s, t.source_trial_id) for t in carried if t.latency_s]
@@ -549,6 +557,8 @@ class SeededSearch(ms.search_strategy.PySearchStrategy):
         if self.cold_model is not None:
             python_model(self.cold_model).measured = True
         self.plan.note_memory_outcomes(measure_candidates, results)
+        if self.plan.twins is not None:
+            self.plan.twins.note_results(measure_candidates, [run_latency(result) for result in results])
         self.inner.notify_runner_results(measure_candidates, results)
 
     def clone(self) -> SeededSearch:

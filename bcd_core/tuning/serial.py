@@ -1,65 +1,23 @@
-"""A program's serial twin: the same schedule run on one thread.
-
-MetaSchedule's CPU design space parallelises a kernel's outer loops up to a fixed extent
-(`meta_schedule.parallel`, 16 jobs per core), so its fresh samples are nearly all parallel;
-only its mutator reaches one thread, by chance. For a small kernel, waking the thread pool
-costs more than the work it shares (on two cores a 512x512 matrix-vector product with ReLU:
-10 us on one thread, 18 us or more on any parallel extent), and a search that did not meet a
-serial program early evolves around parallel ones. The twin keeps every other decision.
-"""
+"""Serial twins in a `bcd` tune: which one, if any, joins a task's batch, and when they stop
+(the twin itself: bcd_core/programs.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import tvm
 from tvm.s_tir.schedule import Trace
 
-from bcd_core.diffusion import postprocess
+from bcd_core.programs import serial_twin
 from bcd_core.records.states import TrialOrigin
 from bcd_core.tuning.first_round import as_candidate, module_hash
 
-PARALLEL_ANNOTATION = "meta_schedule.parallel"
-
-
-def serial_trace_json(trace: Trace) -> Any | None:
-    """The trace (without post-processing) as JSON without its parallel annotation, so that
-    post-processing leaves every loop serial; None when it has none. (Setting the annotation
-    to one thread is not enough: the post-processor still parallelises the outermost loop.)"""
-    instructions, decisions = trace.as_json(remove_postproc=True)
-    positions = [
-        index
-        for index, instruction in enumerate(instructions)
-        if instruction[0] == "Annotate" and list(instruction[2]) == [PARALLEL_ANNOTATION]
-    ]
-    if not positions:
-        return None
-    dropped = set(positions)
-    kept = [instruction for index, instruction in enumerate(instructions) if index not in dropped]
-    # Decisions name their instruction by position: shift them past the dropped ones.
-    shifted = [[index - sum(1 for p in positions if p < index), value] for index, value in decisions]
-    return [kept, shifted]
-
-
-def serial_twin(mod: tvm.IRModule, trace: Trace, postprocs: Sequence[Any]) -> tvm.s_tir.Schedule | None:
-    """The program of `trace` on `mod` on one thread, post-processed; None when there is no
-    parallel annotation to change or the twin does not apply or is rejected."""
-    as_json = serial_trace_json(trace)
-    if as_json is None:
-        return None
-    sch = tvm.s_tir.Schedule(mod)
-    try:
-        Trace.apply_json_to_schedule(as_json, sch)
-    except Exception:
-        return None
-    return sch if postprocess(sch, postprocs) else None
-
-
-# A task whose twins became its best in none of this many batches in a row receives no more,
-# and once this many twins of the whole model have won nothing, no task does: where threads
-# pay (many cores, big kernels) twins cost a few trials, not a share of every round.
-TASK_MISSES = 2
+# A task one of whose twins ran slower than (or failed where) its parallel original ran
+# receives no more: threads pay there. Once this many twins of the whole model lost so and
+# none won, no task does: where threads pay (many cores, big kernels) twins cost a trial or
+# two, not a share of every round.
+TASK_MISSES = 1
 MODEL_MISSES = 8
 # How many of a task's best measured programs are tried for a twin not yet handed out, and
 # how many of a batch's picks are twinned for the cost model to choose from before the task
@@ -68,6 +26,17 @@ ORIGINALS_TRIED = 3
 PICKS_TWINNED = 8
 
 Score = Callable[[Any, list[Any]], Sequence[float]]  # (tune context, candidates) -> scores
+
+
+@dataclass
+class Original:
+    """A program a twin is made of: a measured one (trial id, latency) or a pick of the
+    batch the twin joins (its module hash)."""
+
+    trace: Trace
+    trial_id: int | None = None
+    latency_s: float | None = None
+    key: int | None = None
 
 
 class SerialTwins:
@@ -81,7 +50,10 @@ class SerialTwins:
     def __init__(self, run: Any, score: Score | None = None) -> None:
         self.run = run
         self.score = score
-        self.misses: dict[int, int] = {}  # task -> batches in a row whose twin did not become its best
+        self.misses: dict[int, int] = {}  # task -> its twins that lost to their originals
+        self.twinned: set[int] = set()  # trial ids whose twin was handed out (restored on resume)
+        # twin module hash -> (task, its original: measured latency, or module hash in the batch)
+        self.pending: dict[int, tuple[int, float | None, int | None]] = {}
         self.hits = 0
         self.model_misses = 0
 
@@ -98,26 +70,53 @@ class SerialTwins:
         context = self.run.contexts[task_index]
         postprocs = list(context.space_generator.postprocs)
         measured = task_index in self.run.best
-        originals = self._measured(task_index) if measured else [(None, c.sch.trace) for c in batch[:PICKS_TWINNED]]
-        twins: list[tuple[int | None, Any]] = []
-        for source_id, trace in originals:
-            twin = serial_twin(context.mod, trace, postprocs)
+        originals = self._measured(task_index) if measured else self._picks(batch)
+        twins: list[tuple[Original, Any]] = []
+        for original in originals:
+            if original.trial_id in self.twinned:
+                continue
+            twin = serial_twin(context.mod, original.trace, postprocs)
             if twin is not None and module_hash(twin) not in seen:
-                twins.append((source_id, twin))
+                twins.append((original, twin))
                 if measured:
                     break  # the best measured program's twin
         if not twins:
             return None
-        source_id, twin = twins[self._best_scored(context, [t for _, t in twins])]
+        original, twin = twins[self._best_scored(context, [t for _, t in twins])]
         key = module_hash(twin)
         seen.add(key)
-        self.run.provenance[key] = (TrialOrigin.SERIAL, source_id, "serial twin")
+        if original.trial_id is not None:
+            self.twinned.add(original.trial_id)
+        self.pending[key] = (task_index, original.latency_s, original.key)
+        self.run.provenance[key] = (TrialOrigin.SERIAL, original.trial_id, "serial twin")
         return as_candidate(twin)
 
-    def _measured(self, task_index: int) -> list[tuple[int | None, Trace]]:
+    def _measured(self, task_index: int) -> list[Original]:
         run = self.run
         rows = run.database.top_rows(run.workload_ids[task_index], ORIGINALS_TRIED)
-        return [(row["id"], run.database.record_from_row(row).trace) for row in rows if row["latency_s"]]
+        return [
+            Original(run.database.record_from_row(row).trace, row["id"], row["latency_s"])
+            for row in rows
+            if row["latency_s"]
+        ]
+
+    @staticmethod
+    def _picks(batch: Sequence[Any]) -> list[Original]:
+        return [Original(c.sch.trace, key=module_hash(c.sch)) for c in batch[:PICKS_TWINNED]]
+
+    def note_results(self, candidates: Sequence[Any], latencies: Sequence[float | None]) -> None:
+        """After a batch is measured (latencies in seconds, None when a candidate failed):
+        each twin it carried against its original, measured before or in the same batch."""
+        if not self.pending:
+            return
+        by_key = {module_hash(c.sch): latency for c, latency in zip(candidates, latencies)}
+        for key, twin_s in by_key.items():
+            if key not in self.pending:
+                continue
+            task_index, original_s, original_key = self.pending.pop(key)
+            if original_s is None and original_key is not None:
+                original_s = by_key.get(original_key)
+            self.note_outcome(task_index, twin_s, original_s)
 
     def _best_scored(self, context: Any, twins: list[Any]) -> int:
         if len(twins) == 1 or self.score is None:
@@ -125,12 +124,11 @@ class SerialTwins:
         scores = self.score(context, [as_candidate(twin) for twin in twins])
         return max(range(len(twins)), key=lambda position: float(scores[position]))
 
-    def note_outcome(self, task_index: int, twin_latencies: list[float], best: float) -> None:
-        """After a batch that carried a twin (its latency, inf when it failed): did it become
-        the task's best?"""
-        if not twin_latencies:
-            return
-        if min(twin_latencies) <= best:
+    def note_outcome(self, task_index: int, twin_s: float | None, original_s: float | None) -> None:
+        """A twin that ran faster than its original shows that one thread suits the task;
+        one that ran slower, failed, or whose original has no time (it was not measured
+        beside it) counts against twins for the task and the model."""
+        if twin_s is not None and original_s is not None and twin_s < original_s:
             self.hits += 1
             self.misses[task_index] = 0
         else:

@@ -11,9 +11,10 @@ import tvm
 from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.schedule import Trace
 
+from bcd_core.programs import serial_trace_json, serial_twin
 from bcd_core.records.store import RecordStore
 from bcd_core.tasks import design_space
-from bcd_core.tuning.serial import MODEL_MISSES, TASK_MISSES, SerialTwins, serial_trace_json, serial_twin
+from bcd_core.tuning.serial import MODEL_MISSES, TASK_MISSES, SerialTwins
 from bcd_core.tuning.session import prepare_model
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.tune import run_session
@@ -57,18 +58,17 @@ def test_a_serial_twin_is_the_same_program_on_one_thread(tiny_mlp: Path, host) -
     assert serial_twin(task.mod, twin.trace, postprocs) is None
 
 
-def test_twins_stop_for_a_task_and_for_the_model_where_they_never_win() -> None:
+def test_twins_stop_for_a_task_and_for_the_model_where_they_lose_to_their_originals() -> None:
     twins = SerialTwins(run=None)
+    twins.note_outcome(0, 1.0, 2.0)  # faster than its parallel original: keep trying
+    assert twins.active(0) and twins.hits == 1
     for _ in range(TASK_MISSES):
-        assert twins.active(0)
-        twins.note_outcome(0, [2.0], best=1.0)
+        twins.note_outcome(0, 2.0, 1.0)  # slower: threads pay for this task
     assert not twins.active(0) and twins.active(1)
-    twins.note_outcome(1, [1.0], best=1.0)  # a win resets the task's misses
-    twins.note_outcome(1, [], best=1.0)  # a batch without a twin counts for nothing
-    assert twins.misses[1] == 0 and twins.hits == 1
     never = SerialTwins(run=None)
+    outcomes = [(None, 1.0), (1.0, None)]  # a failed twin, an original without a time: misses too
     for task in range(MODEL_MISSES):
-        never.note_outcome(task, [float("inf")], best=1.0)  # failed twins are misses too
+        never.note_outcome(task, *outcomes[task % 2])
     assert not never.active(MODEL_MISSES + 1)
 
 
@@ -97,3 +97,23 @@ def test_twins_join_a_tunes_batches_with_provenance(tmp_path: Path, tiny_mlp: Pa
     off = tmp_path / "off.db"
     run_off = run_session(tiny_mlp, off, host, replace(SETTINGS, serial_twins="off"))
     assert not [t for t in RecordStore(off).trials(run_off.session_id) if t["origin"] == "serial"]
+
+
+def test_a_serial_twin_diffuses_into_a_cluster_mate_as_a_serial_program(conv_cluster_model: Path, host) -> None:
+    """A twin lacks the sketch's parallel annotation; it still matches its cluster-mates'
+    sketch, and what it gives them runs on one thread too."""
+    from bcd_core.clustering import cluster_tasks
+    from bcd_core.diffusion import diffuse
+
+    prepared = prepare_model(conv_cluster_model, host)
+    cluster = next(c for c in cluster_tasks(prepared.tasks, SETTINGS.cluster_mode) if c.size >= 2)
+    source, member = (prepared.tasks[i] for i in cluster.members[:2])
+    original, postprocs = parallel_program(source, host)
+    twin = serial_twin(source.mod, original.trace, postprocs)
+    assert twin is not None
+    context = ms.TuneContext(mod=member.mod, target=host, space_generator="post-order-apply", num_threads=1)
+    result = diffuse(context, design_space(member.mod, host), [(7, twin.trace)], count=3, seed=0)
+    assert result.matched_sketch is not None and result.programs
+    for program in result.programs:
+        assert "T.parallel" not in program.schedule.mod.script()
+        assert program.adaptation.endswith("+serial") and program.source_trial_id == 7

@@ -93,3 +93,20 @@ def test_a_long_status_message_is_elided_and_whole_in_its_tooltip(qtbot) -> None
     assert label.shown_text() != message and label.shown_text().endswith("…")
     label.resize(2000, 20)
     assert label.shown_text() == message
+
+
+def test_provenance_says_what_a_serial_twin_is(qtbot) -> None:
+    from bcd_core.session_view import Provenance, TaskView
+    from bcd_gui.panels import ProvenancePanel
+
+    def provenance(origin: str) -> Provenance:
+        task = TaskView(0, 1, "layer_norm", 4, 1e5, [[128, 256]], "layer_norm", "k", 0, "k", False, None, "done")
+        task.best_origin = origin
+        return Provenance(task, None, None, None, None, None, 1e-5, 16, 0)
+
+    panel = ProvenancePanel()
+    qtbot.addWidget(panel)
+    panel.show_provenance(provenance("serial"))
+    assert "origin: serial" in panel.text.text() and "one thread" in panel.text.text()
+    panel.show_provenance(provenance("evolved"))
+    assert "one thread" not in panel.text.text()
