@@ -303,12 +303,13 @@ class SeededPlan(ClusterSteering):
             return batch
         seen = self.seen.setdefault(task_index, set())
         own = [i for i, c in enumerate(batch) if module_hash(c.sch) not in self.run.provenance]
-        if (len(batch) == 1 or not own) and len(batch) >= left:
+        adds = len(batch) == 1 or not own
+        if adds and len(batch) >= left:
             return batch
         twin = self.twins.next_twin(task_index, batch, seen)
         if twin is None:
             return batch
-        if len(batch) == 1 or not own:
+        if adds:
             return [*batch, twin]
         dropped = batch[own[-1]]
         seen.discard(module_hash(dropped.sch))  # not measured: the search may propose it again
