@@ -158,7 +158,9 @@ def test_another_models_programs_take_a_few_picks_place_but_never_shorten_a_firs
     row_id = run.task_row_ids[convolution]
     trials = [t for t in RecordStore(db).trials(run.session_id) if t["task_id"] == row_id]
     first = [t for t in trials if t["round"] == trials[0]["round"]]
-    assert {t["origin"] for t in first} == {"memory", "evolved"}, "the first round is not remembered + own picks"
+    own = {"evolved", "serial"}  # its search's picks and a serial twin of one
+    origins = {t["origin"] for t in first}
+    assert "memory" in origins and origins - {"memory"} <= own, "the first round is not remembered + own picks"
     assert len(first) == SETTINGS.trials_per_round, "remembered programs of another workload shortened a round"
 
 
