@@ -19,7 +19,7 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.cost_model.metrics import pairwise_accuracy
-from bcd_core.records.failed_run import is_failed_run
+from bcd_core.records.failed_run import runner_latency
 
 log = logging.getLogger("bcd.cost_model")
 
@@ -31,15 +31,6 @@ def aggregate_features(per_store: np.ndarray) -> np.ndarray:
     if per_store.size == 0:
         return np.zeros(2 * FEATURE_WIDTH + 1)
     return np.concatenate([per_store.sum(axis=0), per_store.max(axis=0), [per_store.shape[0]]])
-
-
-def _latency(result: Any) -> float | None:
-    if result.error_msg or result.run_secs is None:
-        return None
-    secs = [float(getattr(s, "value", s)) for s in result.run_secs]
-    if is_failed_run(secs):
-        return None
-    return sum(secs) / len(secs)
 
 
 @derived_object
@@ -142,7 +133,7 @@ class SharedXGBModel(ms.cost_model.PyCostModel):
         if not candidates:
             return
         features = self.featurize(context, candidates)
-        latencies = [_latency(r) for r in results]
+        latencies = [runner_latency(r) for r in results]
         accuracy = None
         if self.booster is not None:
             before = self.predict_features(features)

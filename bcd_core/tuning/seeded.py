@@ -56,6 +56,7 @@ from bcd_core.cost_model.cold_task import ColdUntilMeasured
 from bcd_core.cost_model.phased import python_model
 from bcd_core.diffusion import diffuse
 from bcd_core.memory.recall import RememberedProgram
+from bcd_core.records.failed_run import runner_latency
 from bcd_core.records.states import (
     CARRIED_ORIGINS,
     REMEMBERED_ORIGINS,
@@ -70,7 +71,7 @@ from bcd_core.tuning.first_round import module_hash, ranked_samples
 from bcd_core.tuning.metaschedule import evolutionary_search
 from bcd_core.tuning.priors import faster_per_flop
 from bcd_core.tuning.serial import SerialTwins
-from bcd_core.tuning.session import TuningRun, gave_no_time, run_latency
+from bcd_core.tuning.session import TuningRun, gave_no_time
 from bcd_core.tuning.steering import ClusterSteering, honour_control
 
 log = logging.getLogger("bcd.tuning.seeded")
@@ -559,7 +560,7 @@ class SeededSearch(ms.search_strategy.PySearchStrategy):
             python_model(self.cold_model).measured = True
         self.plan.note_memory_outcomes(measure_candidates, results)
         if self.plan.twins is not None:
-            self.plan.twins.note_results(measure_candidates, [run_latency(result) for result in results])
+            self.plan.twins.note_results(measure_candidates, [runner_latency(result) for result in results])
         self.inner.notify_runner_results(measure_candidates, results)
 
     def clone(self) -> SeededSearch:

@@ -216,15 +216,6 @@ def gave_no_time(ran: Any) -> bool:
     return bool(ran.error_msg) or is_failed_run(_seconds(ran.run_secs or []))
 
 
-def run_latency(ran: Any) -> float | None:
-    """A runner result's mean run time in seconds, as the store keeps it; None without a
-    valid time (`gave_no_time`)."""
-    if gave_no_time(ran):
-        return None
-    secs = _seconds(ran.run_secs)
-    return sum(secs) / len(secs)
-
-
 def batch_metrics_row(
     round_number: int, task_row_id: int, predicted: list[float] | None, trials: list[TrialRow]
 ) -> dict[str, Any] | None:
