@@ -122,7 +122,13 @@ def sampling_decisions(trace: Trace) -> list[tuple[str, Any, list[Any]]]:
 class DiffusedProgram:
     schedule: tvm.s_tir.Schedule
     source_trial_id: int | None
-    adaptation: str  # e.g. "keep", "scale+loc-sampled"
+    adaptation: str  # e.g. "keep", "scale+location-sampled", "copy+serial"
+
+    @property
+    def copies_its_source(self) -> bool:
+        """Every tile and compute location copied: the source program itself (a serial
+        source stays serial, so "+serial" changes nothing)."""
+        return self.adaptation.removesuffix("+serial") == "copy"
 
     def candidate(self) -> ms.MeasureCandidate:
         args = ms.arg_info.ArgInfo.from_entry_func(self.schedule.mod, remove_preproc=True)

@@ -432,7 +432,7 @@ class SeededPlan(ClusterSteering):
         for program in result.programs:
             source: RememberedProgram = priors[program.source_trial_id]
             own_store = not source.task.store_label
-            reused = program.adaptation == "copy" and memory.is_same_workload(task_index, task, source.task)
+            reused = program.copies_its_source and memory.is_same_workload(task_index, task, source.task)
             key = module_hash(program.schedule)
             self.memory_given[key] = (source.task.store_label, source.trial_id)
             run.provenance[key] = (

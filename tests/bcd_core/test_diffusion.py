@@ -11,6 +11,7 @@ import tvm
 from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.diffusion import (
+    DiffusedProgram,
     adapt_tile,
     diffuse,
     divisors,
@@ -39,6 +40,14 @@ def test_divisors_and_nearest() -> None:
 
 def test_copy_keeps_factors_for_equal_extents() -> None:
     assert adapt_tile([2, 4, 1, 8], 64, "copy", 64) == [2, 4, 1, 8]
+
+
+@pytest.mark.parametrize(
+    ("adaptation", "unchanged"),
+    [("copy", True), ("copy+serial", True), ("copy+location-sampled", False), ("keep", False), ("scale+serial", False)],
+)
+def test_only_a_copy_of_every_tile_and_location_is_the_source_program(adaptation: str, unchanged: bool) -> None:
+    assert DiffusedProgram(None, 1, adaptation).copies_its_source is unchanged
 
 
 def test_keep_keeps_dividing_factors() -> None:
