@@ -28,7 +28,7 @@ from bcd_core.errors import BcdError, StoreError
 from bcd_core.memory.recall import TuningMemory
 from bcd_core.model_import import ImportedModel, import_model
 from bcd_core.records.database import SqliteDatabase
-from bcd_core.records.failed_run import FAILED_RUN_SECS, is_failed_run
+from bcd_core.records.failed_run import FAILED_RUN_SECS, is_failed_run, runner_latency
 from bcd_core.records.states import EventKind, SessionStatus, TaskStatus, TrialOrigin
 from bcd_core.records.store import (
     RecordStore,
@@ -213,7 +213,7 @@ def measurement_outcome(built: Any, ran: Any) -> tuple[str | None, list[float] |
 def gave_no_time(ran: Any) -> bool:
     """Whether a runner result (MetaSchedule folds a failed build into it) has no valid run
     time, by the rule `measurement_outcome` applies."""
-    return bool(ran.error_msg) or is_failed_run(_seconds(ran.run_secs or []))
+    return runner_latency(ran) is None
 
 
 def batch_metrics_row(
