@@ -366,6 +366,7 @@ class Provenance:
     diffused_trials: int
     origin: str | None = None  # of the program that seeded it: "diffused", "memory" or "reused"
     memory_trials: int = 0  # remembered programs measured for it
+    remembered: str | None = None  # how its fastest remembered program was adapted, and from where
 
 
 def provenance_of(store: RecordStore, snapshot: SessionSnapshot, task_index: int) -> Provenance:
@@ -388,6 +389,12 @@ def provenance_of(store: RecordStore, snapshot: SessionSnapshot, task_index: int
         [sid, task.row_id],
     )
     origin, source_id, adaptation = seeding[0] if seeding else (None, None, None)
+    remembered = _grouped(
+        store,
+        "select adaptation from trials where session_id = ? and task_id = ? and origin in ('memory', 'reused')"
+        " and latency_s is not null order by latency_s, id limit 1",
+        [sid, task.row_id],
+    )
     representative = source_latency = None
     if source_id is not None:  # a trial of this store (another task's, or an earlier tune's)
         found = _grouped(
@@ -409,6 +416,7 @@ def provenance_of(store: RecordStore, snapshot: SessionSnapshot, task_index: int
         diffused_trials=int(counts.get("diffused", 0)),
         origin=origin,
         memory_trials=int(counts.get("memory", 0)) + int(counts.get("reused", 0)),
+        remembered=remembered[0][0] if remembered else None,
     )
 
 

@@ -272,6 +272,11 @@ class ProvenancePanel(QWidget):
                 f"<i>{info.adaptation or 'n/a'}</i>; {info.diffused_trials} diffused candidates measured."
             )
             lines.append(self._after_seeding(info))
+        if info.remembered and info.origin not in REMEMBERED_ORIGINS:  # drawn on, but beaten by a sibling's
+            lines.append(
+                f"Also measured {info.memory_trials} programs of earlier tunes on this machine "
+                f"(fastest: <i>{html.escape(info.remembered)}</i>)."
+            )
         lines.append(f"Best program's origin: {task.best_origin or 'none yet'}")
         if task.best_origin == "serial":
             lines.append("A serial twin: one of its programs run on one thread, faster here than in parallel.")
