@@ -55,7 +55,6 @@ from tvm.s_tir import meta_schedule as ms
 from bcd_core.cost_model.cold_task import ColdUntilMeasured
 from bcd_core.cost_model.phased import python_model
 from bcd_core.diffusion import diffuse
-from bcd_core.memory.recall import RememberedProgram
 from bcd_core.records.failed_run import runner_latency
 from bcd_core.records.states import (
     CARRIED_ORIGINS,
@@ -68,10 +67,11 @@ from bcd_core.records.states import (
 from bcd_core.tasks import Task
 from bcd_core.tuning.driver import drive
 from bcd_core.tuning.first_round import module_hash, ranked_samples
+from bcd_core.tuning.memory_share import MemoryShare
 from bcd_core.tuning.metaschedule import evolutionary_search
 from bcd_core.tuning.priors import faster_per_flop
 from bcd_core.tuning.serial import SerialTwins
-from bcd_core.tuning.session import TuningRun, gave_no_time
+from bcd_core.tuning.session import TuningRun
 from bcd_core.tuning.steering import ClusterSteering, honour_control
 
 log = logging.getLogger("bcd.tuning.seeded")
@@ -152,15 +152,10 @@ class SeededPlan(ClusterSteering):
         self.rng = random.Random(run.settings.seed)
         self.sketches: dict[int, list[Any]] = {}
         self.received: dict[int, set[int]] = {}  # task -> trial ids diffused into it
-        self.remembered: dict[int, set[tuple[str, int]]] = {}  # task -> (memory store, trial id) given it
         self.seen: dict[int, set[int]] = {}  # task -> module hashes it was handed this run
         self.unmatched: set[int] = set()  # tasks told that no sketch matched
         self.failed: set[int] = set()  # trial ids whose diffused programs failed: never diffused again
-        # Remembered programs handed out, by module hash, and those whose adapted version failed
-        # ((store label, trial id): another store's trial ids are not this store's, so `failed`
-        # cannot hold them).
-        self.memory_given: dict[int, tuple[str, int]] = {}
-        self.memory_failed: set[tuple[str, int]] = set()
+        self.memory_share = MemoryShare(run)  # earlier tunes' programs handed out, and failed
         self.misses: dict[int, int] = {}  # task -> diffused batches in a row that gave it nothing
         self.searches: dict[int, ms.search_strategy.EvolutionarySearch] = {}  # task -> its search, once tuning
         self.reproposed = 0  # candidates the searches proposed again, dropped
@@ -188,7 +183,7 @@ class SeededPlan(ClusterSteering):
             if trial["origin"] == TrialOrigin.DIFFUSED and source is not None:
                 self.received.setdefault(index, set()).add(source)
             elif trial["origin"] in REMEMBERED_ORIGINS and source is not None:  # of the own store
-                self.remembered.setdefault(index, set()).add(("", source))
+                self.memory_share.restore(index, source)
         best: dict[int, float] = {}
         latency_of = {t["id"]: t["latency_s"] for ts in rounds.values() for t in ts}
         for (_, index), trials in sorted(rounds.items()):
@@ -197,18 +192,7 @@ class SeededPlan(ClusterSteering):
             diffused = [t["latency_s"] or math.inf for t in trials if t["origin"] in CARRIED_ORIGINS]
             self.note_diffusion_outcome(index, diffused, best[index])
             if self.twins is not None:
-                self._restore_twins(index, trials, latency_of)
-
-    def _restore_twins(self, index: int, trials: list[dict[str, Any]], latency_of: dict[int, float | None]) -> None:
-        """On resume: each stored twin against its original (a measured program's stored
-        latency; for a twin of a pick of its own batch, the batch's best other program)."""
-        others = [t["latency_s"] for t in trials if t["origin"] != TrialOrigin.SERIAL and t["latency_s"]]
-        for twin in (t for t in trials if t["origin"] == TrialOrigin.SERIAL):
-            source = twin["source_trial_id"]
-            if source is not None:
-                self.twins.twinned.add(source)
-            original = latency_of.get(source) if source is not None else min(others, default=None)
-            self.twins.note_outcome(index, twin["latency_s"], original)
+                self.twins.restore(index, trials, latency_of)
 
     def note_diffusion_outcome(self, task_index: int, diffused: list[float], best: float) -> None:
         """After a batch: did one of its diffused programs (latencies) become the task's best?
@@ -259,13 +243,9 @@ class SeededPlan(ClusterSteering):
         return alive[gradients.index(top)]
 
     # -- diffusion --------------------------------------------------------------------------
-    def remembers(self, task_index: int) -> bool:
-        memory = self.run.memory
-        return memory is not None and bool(memory.similar(task_index, self.run.tasks[task_index]))
-
     def diffusion_quota(self, task_index: int, batch: int) -> int:
         share = self.settings.diffusion_share
-        if share <= 0 or (self.cluster_of(task_index).size < 2 and not self.remembers(task_index)):
+        if share <= 0 or (self.cluster_of(task_index).size < 2 and not self.memory_share.remembers(task_index)):
             return 0
         if self.misses.get(task_index, 0) >= DIFFUSION_MISSES:
             return 0
@@ -403,44 +383,10 @@ class SeededPlan(ClusterSteering):
     def from_memory(
         self, task_index: int, count: int, seen: set[int], same_workload: bool = False
     ) -> list[ms.MeasureCandidate]:
-        """Programs of the most similar tasks of earlier tunes (with `same_workload`, only of
-        earlier tunes of this very workload), faster per FLOP than the task's own best;
-        provenance names the session, model and task they came from."""
-        run, memory = self.run, self.run.memory
-        if memory is None or count <= 0:
-            return []
-        task = run.tasks[task_index]
-        given = self.remembered.setdefault(task_index, set())
-        remembered = memory.programs(task_index, task, 2 * count, exclude=given)
-        if same_workload:
-            remembered = [p for p in remembered if memory.is_same_workload(task_index, task, p.task)]
-        own = run.best.get(task_index)
-        bound = own / max(task.flops, 1.0) if own else math.inf
-        priors = [
-            p
-            for p in remembered
-            if p.latency_s / max(p.task.flops, 1.0) < bound
-            and (p.task.store_label, p.trial_id) not in self.memory_failed
-            and (p.task.store_label or p.trial_id not in self.failed)  # failed ids are of the own store ("")
-        ][:count]
-        given.update((p.task.store_label, p.trial_id) for p in priors)
-        if not priors:
-            return []
-        indexed = [(position, p.trace) for position, p in enumerate(priors)]
+        """Programs of earlier tunes' most similar tasks (memory_share.py)."""
         seed = self.diffusion_seed(task_index)
-        result = diffuse(run.contexts[task_index], self.sketches[task_index], indexed, count, seed, seen, spread=True)
-        for program in result.programs:
-            source: RememberedProgram = priors[program.source_trial_id]
-            own_store = not source.task.store_label
-            reused = program.copies_its_source and memory.is_same_workload(task_index, task, source.task)
-            key = module_hash(program.schedule)
-            self.memory_given[key] = (source.task.store_label, source.trial_id)
-            run.provenance[key] = (
-                TrialOrigin.REUSED if reused else TrialOrigin.MEMORY,
-                source.trial_id if own_store else None,
-                f"{program.adaptation}; from {source.task.describe()}",
-            )
-        return [program.candidate() for program in result.programs]
+        share = self.memory_share
+        return share.programs_for(task_index, count, seen, self.sketches[task_index], seed, self.failed, same_workload)
 
     def from_cluster(self, task_index: int, count: int, seen: set[int]) -> list[ms.MeasureCandidate]:
         run = self.run
@@ -468,16 +414,6 @@ class SeededPlan(ClusterSteering):
                 program.adaptation,
             )
         return [program.candidate() for program in result.programs]
-
-    def note_memory_outcomes(self, candidates: Sequence[ms.MeasureCandidate], results: Sequence[Any]) -> None:
-        """A remembered program whose adapted version failed to build or run in a task is
-        diffused nowhere again, as a cluster-mate's program is (`failed`)."""
-        if not self.memory_given:
-            return
-        for candidate, result in zip(candidates, results):
-            source = self.memory_given.pop(module_hash(candidate.sch), None)
-            if source is not None and gave_no_time(result):
-                self.memory_failed.add(source)
 
     def after_batch(self, task_index: int, trials: list[Any], trial_ids: list[int]) -> None:
         """Status and provenance for the cluster tree: a task's first valid diffused program
@@ -558,7 +494,7 @@ class SeededSearch(ms.search_strategy.PySearchStrategy):
     def notify_runner_results(self, measure_candidates, results) -> None:
         if self.cold_model is not None:
             python_model(self.cold_model).measured = True
-        self.plan.note_memory_outcomes(measure_candidates, results)
+        self.plan.memory_share.note_outcomes(measure_candidates, results)
         if self.plan.twins is not None:
             self.plan.twins.note_results(measure_candidates, [runner_latency(result) for result in results])
         self.inner.notify_runner_results(measure_candidates, results)

@@ -124,6 +124,18 @@ class SerialTwins:
         scores = self.score(context, [as_candidate(twin) for twin in twins])
         return max(range(len(twins)), key=lambda position: float(scores[position]))
 
+    def restore(self, task_index: int, trials: list[dict[str, Any]], latency_of: dict[int, float | None]) -> None:
+        """On resume, one stored round of a task: each twin against its original (a measured
+        program's stored latency; for a twin of a pick of its own batch, the batch's best other
+        program)."""
+        others = [t["latency_s"] for t in trials if t["origin"] != TrialOrigin.SERIAL and t["latency_s"]]
+        for twin in (t for t in trials if t["origin"] == TrialOrigin.SERIAL):
+            source = twin["source_trial_id"]
+            if source is not None:
+                self.twinned.add(source)
+            original = latency_of.get(source) if source is not None else min(others, default=None)
+            self.note_outcome(task_index, twin["latency_s"], original)
+
     def note_outcome(self, task_index: int, twin_s: float | None, original_s: float | None) -> None:
         """A twin that ran faster than its original shows that one thread suits the task;
         one that ran slower, failed, or whose original has no time (it was not measured

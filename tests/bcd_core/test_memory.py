@@ -200,10 +200,11 @@ def test_another_stores_program_whose_adapted_version_failed_is_diffused_nowhere
 
     def spy_from_memory(self, *args, **kwargs):
         failed_now.clear()
-        failed_now.update(self.memory_failed)
-        before = set(self.memory_given)
+        failed_now.update(self.memory_share.failed)
+        before = set(self.memory_share.in_flight)
         result = from_memory(self, *args, **kwargs)
-        given.append(({v for k, v in self.memory_given.items() if k not in before}, set(failed_now)))
+        handed = self.memory_share.in_flight
+        given.append(({v for k, v in handed.items() if k not in before}, set(failed_now)))
         return result
 
     make_every_diffused_program_fail(monkeypatch)
