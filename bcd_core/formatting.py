@@ -1,4 +1,5 @@
-"""How durations, latencies and FLOP counts read, the same in the CLI, GUI and reports."""
+"""How durations, latencies, FLOP counts and counted things read, the same in the CLI, GUI
+and reports."""
 
 from __future__ import annotations
 
@@ -25,3 +26,8 @@ def format_flops(flops: float) -> str:
         if flops >= scale:
             return f"{flops / scale:.2f}{unit}"
     return f"{flops:.0f}"
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """`1 task`, `2 tasks`."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bcd_core.errors import StoreError
+from bcd_core.formatting import counted
 from bcd_core.records.states import REMEMBERED_ORIGINS, SessionStatus, TaskStatus
 from bcd_core.records.store import RecordStore
 
@@ -72,11 +73,12 @@ class MemoryUse:
 
     def summary(self) -> str:
         """One short line (the dashboard's Memory row; `describe` is its tooltip)."""
-        return f"{self.tasks_seeded} tasks seeded, {self.tasks_best} kept as best; from {', '.join(self.models)}"
+        seeded = counted(self.tasks_seeded, "task")
+        return f"{seeded} seeded, {self.tasks_best} kept as best; from {', '.join(self.models)}"
 
     def describe(self) -> str:
         return (
-            f"{self.tasks_seeded} tasks seeded from {len(self.sessions)} earlier tunes "
+            f"{counted(self.tasks_seeded, 'task')} seeded from {counted(len(self.sessions), 'earlier tune')} "
             f"({', '.join(self.sessions)}); {self.tasks_best} kept a remembered program as best"
         )
 

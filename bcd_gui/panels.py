@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from bcd_core.formatting import format_duration, format_flops, format_latency
+from bcd_core.formatting import counted, format_duration, format_flops, format_latency
 from bcd_core.model_import import parse_input_shapes
 from bcd_core.records.states import REMEMBERED_ORIGINS, SessionStatus
 from bcd_core.session_view import Provenance, SessionSnapshot, estimate_with_untuned
@@ -274,7 +274,7 @@ class ProvenancePanel(QWidget):
             lines.append(self._after_seeding(info))
         if info.remembered and info.origin not in REMEMBERED_ORIGINS:  # drawn on, but beaten by a sibling's
             lines.append(
-                f"Also measured {info.memory_trials} programs of earlier tunes on this machine "
+                f"Also measured {counted(info.memory_trials, 'program')} of earlier tunes on this machine "
                 f"(fastest: <i>{html.escape(info.remembered)}</i>)."
             )
         lines.append(f"Best program's origin: {task.best_origin or 'none yet'}")

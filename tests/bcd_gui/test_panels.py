@@ -120,12 +120,12 @@ def test_provenance_names_the_earlier_tune_even_when_a_siblings_program_won(qtbo
 
     task = TaskView(1, 2, "conv2d_add_relu", 4, 1e6, [[1, 8, 12, 12]], "conv", "k", 0, "k", False, None, "done")
     remembered = "copy; from earlier_net.onnx fused_conv2d1 (session 1)"
-    beaten = Provenance(task, "conv2d_rep", 7, 2e-5, "copy", 3e-5, 2e-5, 4, 1, "diffused", 1, remembered)
+    beaten = Provenance(task, "conv2d_rep", 7, 2e-5, "copy", 3e-5, 2e-5, 4, 1, "diffused", 2, remembered)
     panel = ProvenancePanel()
     qtbot.addWidget(panel)
     panel.show_provenance(beaten)
     text = panel.text.text()
     assert "Seeded by <b>conv2d_rep</b>" in text
-    assert "earlier tunes" in text and "earlier_net.onnx" in text
+    assert "Also measured 2 programs of earlier tunes" in text and "earlier_net.onnx" in text
     panel.show_provenance(Provenance(task, "conv2d_rep", 7, 2e-5, "copy", 3e-5, 2e-5, 4, 1, "diffused"))
     assert "earlier" not in panel.text.text()
