@@ -11,7 +11,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractItemModel, QByteArray, QMimeData, QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
 
-from bcd_core.formatting import format_flops, format_latency
+from bcd_core.formatting import counted, format_flops, format_latency
 from bcd_core.records.states import BUSY_TASK_STATES, TaskStatus
 from bcd_core.session_view import SessionSnapshot, TaskView, cluster_titles
 from bcd_core.tuning.control import ControlRequest, RequestKind
@@ -246,8 +246,7 @@ class ClusterTreeModel(QAbstractItemModel):
             best = sum(t.weight * (t.best_s or 0) for t in tasks) if all(t.best_s for t in tasks) else None
             status = _cluster_status(tasks)
             values = (
-                f"{row + 1}. {self._titles.get(key, tasks[0].operator_key)}  "
-                f"[{cluster.size} task{'s' if cluster.size > 1 else ''}]",
+                f"{row + 1}. {self._titles.get(key, tasks[0].operator_key)}  [{counted(cluster.size, 'task')}]",
                 str(trials),
                 format_latency(best) if best is not None else "",
                 self._speedup(tasks),
