@@ -13,29 +13,22 @@ over BCD's whole first round (carried programs included) and once over its own p
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import statistics
 from pathlib import Path
+
+from first_round_picks import first_round_trials  # this folder's script, on sys.path when run
 
 Best = dict[str, tuple[float | None, float | None]]  # task -> (whole first round, own picks)
 
 
 def first_round_best(store: Path) -> Best:
-    with sqlite3.connect(store) as db:
-        rows = db.execute(
-            "select t.name, r.round, r.origin, r.latency_s from trials r join tasks t on t.id = r.task_id order by r.id"
-        ).fetchall()
-    first: dict[str, int] = {}
-    whole: dict[str, list[float]] = {}
-    own: dict[str, list[float]] = {}
-    for name, number, origin, latency in rows:
-        first.setdefault(name, number)
-        if number != first[name] or not latency:
-            continue
-        whole.setdefault(name, []).append(latency)
-        if origin == "evolved":
-            own.setdefault(name, []).append(latency)
-    return {name: (min(whole[name]), min(own[name]) if name in own else None) for name in whole}
+    best: Best = {}
+    for name, trials in first_round_trials(store).items():
+        whole = [latency for _, latency in trials if latency]
+        own = [latency for origin, latency in trials if origin == "evolved" and latency]
+        if whole:
+            best[name] = (min(whole), min(own) if own else None)
+    return best
 
 
 def summary(label: str, ratios: list[float]) -> str:

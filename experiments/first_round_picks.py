@@ -27,18 +27,28 @@ from pathlib import Path
 FirstRound = dict[str, list[float]]  # task name -> its own first-round picks' latencies (inf: failed)
 
 
-def first_round_picks(store: Path) -> FirstRound:
-    """Each task's own (evolved, not carried) picks in its first round, in measuring order."""
+def first_round_trials(store: Path) -> dict[str, list[tuple[str, float | None]]]:
+    """Each task's first-round trials as (origin, latency or None), in measuring order."""
     with sqlite3.connect(store) as db:
         rows = db.execute(
             "select t.name, r.round, r.origin, r.latency_s from trials r join tasks t on t.id = r.task_id order by r.id"
         ).fetchall()
     first: dict[str, int] = {}
-    picks: FirstRound = defaultdict(list)
+    trials: dict[str, list[tuple[str, float | None]]] = defaultdict(list)
     for name, number, origin, latency in rows:
         first.setdefault(name, number)
-        if number == first[name] and origin == "evolved":
-            picks[name].append(latency or math.inf)
+        if number == first[name]:
+            trials[name].append((origin, latency))
+    return trials
+
+
+def first_round_picks(store: Path) -> FirstRound:
+    """Each task's own (evolved, not carried) picks in its first round, in measuring order."""
+    picks: FirstRound = defaultdict(list)
+    for name, trials in first_round_trials(store).items():
+        for origin, latency in trials:
+            if origin == "evolved":
+                picks[name].append(latency or math.inf)
     return picks
 
 
