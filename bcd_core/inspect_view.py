@@ -22,7 +22,7 @@ from bcd_core.memory.similar import RememberedTask
 from bcd_core.model_import import InputSpec, import_model, parse_input_shapes
 from bcd_core.target import describe_target, parse_target, target_key
 from bcd_core.tasks import Task, extract_tasks
-from bcd_core.tuning.settings import DEFAULT_MATH, TuneSettings
+from bcd_core.tuning.settings import DEFAULT_CLUSTER_MODE, DEFAULT_MATH, TuneSettings
 
 # Coarsest key first, so the table reads from operator kind down to design-space detail.
 INSPECT_MODES = ("operator", "loose-sketch", "sketch")
@@ -120,6 +120,7 @@ def _task_json(inspection: Inspection, task: Task) -> dict[str, Any]:
             for mode, cluster in clusters.items()
         },
         "memory": [_remembered_json(r) for r in remembered(inspection, task)],
+        "memory_when": memory_when(inspection, task),
     }
 
 
@@ -128,6 +129,30 @@ def remembered(inspection: Inspection, task: Task) -> list[RememberedTask]:
     if inspection.memory is None:
         return []
     return inspection.memory.similar(task.index, task)
+
+
+class MemoryWhen:
+    """When a BCD tune hands a task programs from memory (tuning/seeded.py `diffused`): an
+    earlier tune of the very workload always first; otherwise its cluster-mates' programs come
+    first, so the memory fills a round only for a task tuned before its cluster-mates."""
+
+    SAME_WORKLOAD = "same-workload"
+    FIRST_ROUND = "first-round"  # a cluster's first task (its representative) or a task alone
+    AFTER_CLUSTER = "after-cluster"  # only if its cluster-mates have too few faster programs
+    NEVER = ""
+
+    LABELS = {SAME_WORKLOAD: "same workload", FIRST_ROUND: "first round", AFTER_CLUSTER: "after its cluster"}
+
+
+def memory_when(inspection: Inspection, task: Task) -> str:
+    """A MemoryWhen value for `task` in the default clustering mode's clusters."""
+    found = remembered(inspection, task)
+    if not found or inspection.memory is None:
+        return MemoryWhen.NEVER
+    if any(inspection.memory.is_same_workload(task.index, task, r) for r in found):
+        return MemoryWhen.SAME_WORKLOAD
+    cluster = cluster_of(inspection.by_mode[DEFAULT_CLUSTER_MODE], task.index)
+    return MemoryWhen.FIRST_ROUND if cluster.representative == task.index else MemoryWhen.AFTER_CLUSTER
 
 
 def _remembered_json(task: RememberedTask) -> dict[str, Any]:
@@ -214,10 +239,19 @@ def cluster_lines(inspection: Inspection, mode: str) -> list[str]:
 def memory_lines(inspection: Inspection) -> list[str]:
     """Per task, the earlier tunes' tasks it would draw on (with --db)."""
     lines = ["\nmemory: what each task would draw on from earlier tunes on this target", *inspection.memory_notes]
+    counts = dict.fromkeys(MemoryWhen.LABELS, 0)
     for task in inspection.tasks:
         found = remembered(inspection, task)
         sources = "; ".join(f"{r.model_name} {r.name} ({r.best_s * 1e6:.1f} us, session {r.session_id})" for r in found)
-        lines.append(f"  #{task.index:<3} {task.name:<36} {sources or 'nothing similar'}")
-    drawing = sum(1 for task in inspection.tasks if remembered(inspection, task))
-    lines.append(f"  {drawing} of {len(inspection.tasks)} tasks would draw on memory")
+        when = memory_when(inspection, task)
+        if when:
+            counts[when] += 1
+        label = f"[{MemoryWhen.LABELS[when]}] " if when else ""
+        lines.append(f"  #{task.index:<3} {task.name:<36} {label}{sources or 'nothing similar'}")
+    lines.append(
+        f"  {sum(counts.values())} of {len(inspection.tasks)} tasks would draw on memory: "
+        f"{counts[MemoryWhen.SAME_WORKLOAD]} tuned before as the same workload, "
+        f"{counts[MemoryWhen.FIRST_ROUND]} in their first round (the first of their cluster), "
+        f"{counts[MemoryWhen.AFTER_CLUSTER]} only when their cluster-mates have too few programs faster than theirs"
+    )
     return lines

@@ -344,5 +344,10 @@ def test_inspect_lists_what_each_task_would_draw_on(remembered_store, second_mod
     tasks = json.loads(capsys.readouterr().out)["tasks"]
     drawing = [t for t in tasks if t["memory"]]
     assert drawing and all(m["model"] == "memory_first.onnx" for t in drawing for m in t["memory"])
+    assert all(t["memory_when"] == "" for t in tasks if not t["memory"])
+    for task in drawing:  # a cluster's later tasks get its first task's programs before memory's
+        when = "first-round" if task["loose_sketch_representative"] else "after-cluster"
+        assert task["memory_when"] in ("same-workload", when)
     assert main(["inspect", str(second_model), "--db", str(remembered_store)]) == 0
-    assert "would draw on memory" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "would draw on memory" in out and "in their first round" in out
