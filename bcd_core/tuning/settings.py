@@ -13,6 +13,7 @@ from bcd_core.tuning.options import (
     LATE_COST_MODELS,
     MATH_MODES,
     MEMBER_FIRST_ROUNDS,
+    MEMORY_FIRST_ROUNDS,
     PHASED,
     PRIOR_SOURCES,
     REPRESENTATIVE_RULES,
@@ -43,6 +44,7 @@ IDENTITY_ADDED_LATER: dict[str, dict[str, Any]] = {
         "math": "exact",
         "cpu_cache": "warm",
         "serial_twins": "off",
+        "memory_first_round": "after",
     },
     PHASED: {
         "representative_rule": "similar",
@@ -162,6 +164,12 @@ class TuneSettings:
     member_first_round: str = MEMBER_FIRST_ROUNDS[0]
     # "bcd": whether a task's batches carry serial twins of its programs (tuning/serial.py).
     serial_twins: str = SERIAL_TWINS[0]
+    # "bcd": when a task whose cluster gives it programs draws on the tuning memory. "after":
+    # only once its cluster-mates have too few programs faster than its own (a cluster's first
+    # task and a remembered workload draw on it in their first round); "beside": in its first
+    # round too, the memory's programs beside its cluster's, in place of own picks in a whole
+    # round and on top of a half one (seeded.py, `memory_beside`).
+    memory_first_round: str = MEMORY_FIRST_ROUNDS[0]
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -190,6 +198,8 @@ class TuneSettings:
             raise ValueError(f"member first round must be one of {', '.join(MEMBER_FIRST_ROUNDS)}")
         if self.serial_twins not in SERIAL_TWINS:
             raise ValueError(f"serial twins must be one of {', '.join(SERIAL_TWINS)}")
+        if self.memory_first_round not in MEMORY_FIRST_ROUNDS:
+            raise ValueError(f"memory first round must be one of {', '.join(MEMORY_FIRST_ROUNDS)}")
         if not 0 <= self.diffusion_share <= 0.5:
             raise ValueError("the diffusion share must be between 0 (off) and 0.5 of a round")
         if self.math not in MATH_MODES:
