@@ -75,7 +75,8 @@ def main() -> None:
             raise SystemExit("the memory holds nothing like this model's tasks")
         totals = {"memory": 0.0, **{f"stock {i}": 0.0 for i in range(len(stores))}}
         covered = 0
-        print(f"{'task':44} {'w':>2} {'stock best us (each store)':>30} {'memory best us':>15} {'n':>2} ratio (first 4)")
+        header = f"{'task':44} {'w':>2} {'stock best us (each store)':>30} {'memory best us':>15} {'n':>2}"
+        print(f"{header} ratio (first 4)")
         for index, task in enumerate(tasks):
             arguments = standard_normal_arguments(task, tvm.cpu())
             stock_us = [

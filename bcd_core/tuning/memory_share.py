@@ -12,7 +12,7 @@ from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.diffusion import diffuse
 from bcd_core.memory.recall import RememberedProgram
-from bcd_core.records.states import TrialOrigin
+from bcd_core.records.states import REMEMBERED_ORIGINS, TrialOrigin
 from bcd_core.tuning.first_round import module_hash
 from bcd_core.tuning.session import TuningRun, gave_no_time
 
@@ -33,6 +33,19 @@ class MemoryShare:
     def remembers(self, task_index: int) -> bool:
         memory = self.run.memory
         return memory is not None and bool(memory.similar(task_index, self.run.tasks[task_index]))
+
+    def goes_beside(self, task_index: int, seeds: Sequence[ms.MeasureCandidate]) -> bool:
+        """Whether a task's first round, which carries its cluster's programs (`seeds`) and
+        none of the memory's, gets as many of the memory's as well (`memory_first_round`
+        beside; by default a task draws on the memory only when its cluster-mates have too
+        few programs). The memory's best programs for MobileNetV2's tasks were level with
+        stock's finals (experiments/memory_ceiling.py) but reached only its clusters' first
+        tasks; beside brought it to stock's final sooner and cost the transformer, whose
+        memory holds poorer matches, so it is not the default (docs/benchmarks.md)."""
+        if self.run.settings.memory_first_round != "beside" or not seeds or not self.remembers(task_index):
+            return False
+        provenance = self.run.provenance
+        return not any(provenance.get(module_hash(s.sch), (None,))[0] in REMEMBERED_ORIGINS for s in seeds)
 
     def restore(self, task_index: int, own_trial_id: int) -> None:
         """On resume: the task was handed this program of the own store already."""

@@ -311,8 +311,8 @@ class SeededPlan(ClusterSteering):
         count = own_first_picks(batch, len(seeds), self.halves_first_round(task_index) and self.vouched(seeds))
         if self.adds_to_first_round(task_index):
             count = min(batch, left - len(seeds))
-        beside = self.memory_beside(task_index, seeds, quota, seen)
-        if beside:
+        beside = self.from_memory(task_index, quota, seen) if self.memory_share.goes_beside(task_index, seeds) else []
+        if beside:  # --memory-first-round beside: in place of own picks, on top of a half round
             count = max(min(count, batch - len(seeds) - len(beside)), 0)
             seeds += beside
         if stock_picks is None:
@@ -322,22 +322,6 @@ class SeededPlan(ClusterSteering):
         if len(own) < count:  # stock's picks repeated the model's
             own += self.ranked(task_index, count - len(own))
         return own + seeds
-
-    def memory_beside(
-        self, task_index: int, seeds: list[ms.MeasureCandidate], quota: int, seen: set[int]
-    ) -> list[ms.MeasureCandidate]:
-        """With `memory_first_round` beside: the memory's programs for a task whose first
-        round carries only its cluster's, as many as the cluster's. They take own picks' place
-        in a whole round and come on top of a half one (never past a batch): the memory's best
-        programs for a model's tasks, timed beside stock's finals, were level with them on
-        MobileNetV2, where the cluster's first task alone drew on them before
-        (experiments/memory_ceiling.py)."""
-        if self.settings.memory_first_round != "beside" or not seeds:
-            return []
-        provenance = self.run.provenance
-        if any(provenance.get(module_hash(s.sch), (None,))[0] in REMEMBERED_ORIGINS for s in seeds):
-            return []
-        return self.from_memory(task_index, quota, seen)
 
     def first_round_of(self, task_index: int) -> str:
         """How the task's first round picks its own candidates (`first_round`): with by-work,

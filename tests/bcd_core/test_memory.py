@@ -134,6 +134,37 @@ def test_a_new_model_draws_on_an_earlier_tune_with_provenance(tmp_path: Path, re
     assert len(store.trials(run.session_id)) == SETTINGS.trials_per_task * len(run.tasks)
 
 
+def first_round_origins(db: Path, session_id: int) -> dict[int, list[str]]:
+    """Task row id -> the origins of its first round's trials."""
+    first: dict[int, list[dict]] = {}
+    for trial in RecordStore(db).trials(session_id):
+        batch = first.setdefault(trial["task_id"], [trial])
+        if trial["round"] == batch[0]["round"] and trial is not batch[0]:
+            batch.append(trial)
+    return {task_id: [t["origin"] for t in batch] for task_id, batch in first.items()}
+
+
+@pytest.mark.slow
+def test_beside_hands_the_memorys_programs_to_a_task_its_cluster_already_gave_some(
+    tmp_path: Path, remembered_store, second_model
+) -> None:
+    """--memory-first-round beside: a cluster member's first round carries the memory's
+    programs as well as its cluster's, within one round; the default hands them only after."""
+    rounds = {}
+    for rule in ("after", "beside"):
+        db = copy_store(remembered_store, tmp_path / f"{rule}.db")
+        settings = replace(SETTINGS, memory_first_round=rule)
+        run = run_session(second_model, db, host_target(), settings, memory=MemoryRequest())
+        rounds[rule] = first_round_origins(db, run.session_id)
+    for rule, by_task in rounds.items():
+        members = [origins for origins in by_task.values() if "diffused" in origins]
+        assert members, f"{rule}: no task was given its cluster's programs in its first round"
+        for origins in members:
+            assert len(origins) <= SETTINGS.trials_per_round
+            remembered = set(origins) & set(REMEMBERED_ORIGINS)
+            assert bool(remembered) == (rule == "beside"), f"{rule}: first round {origins}"
+
+
 @pytest.mark.slow
 def test_a_stored_program_is_learnt_from_as_the_same_candidate_replayed_once(remembered_store: Path) -> None:
     store = RecordStore(remembered_store)
