@@ -264,8 +264,10 @@ def test_ranked_cold_first_rounds_take_half_their_picks_from_stocks_first_round(
     db = tmp_path / "ranked-cold.db"
     run = run_session(conv_cluster_model, db, host, replace(SETTINGS, first_round="ranked-cold"))
     assert len(calls) == len(run.tasks)
-    assert all(len(stock & set(own)) == len(own) // 2 for stock, own in calls)
-    assert any(len(own) >= 2 for _, own in calls)
+    # Stock's picks fill half of the own picks, never more; fewer only when the model's picks
+    # already took the programs stock proposed (a small design space), and fresh samples fill in.
+    assert all(len(stock & set(own)) <= len(own) // 2 for stock, own in calls)
+    assert any(len(own) >= 2 and len(stock & set(own)) == len(own) // 2 for stock, own in calls)
     trials = RecordStore(db).trials(run.session_id)
     assert len(trials) == SETTINGS.trials_per_task * len(run.tasks)
 
