@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,17 +138,25 @@ def library_runner(library_path: str | Path, inputs: dict[str, np.ndarray], devi
     return Runner(run, _to_numpy(main(*arguments)))
 
 
-def onnxruntime_runner(model: onnx.ModelProto, inputs: dict[str, np.ndarray], threads: int | None = None) -> Runner:
-    """onnxruntime on the CPU with the same inputs and thread count: the deployment alternative."""
+def onnxruntime_session(model: onnx.ModelProto, threads: int, config: Mapping[str, str] | None = None) -> Any:
+    """An onnxruntime CPU session of `model` with `threads` intra-op threads (0: onnxruntime's
+    choice) and session config entries `config`."""
     import onnxruntime as ort
 
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     copy.ir_version = min(copy.ir_version, 10)  # onnx 1.23 writes IR 14; onnxruntime 1.31 rejects it
     options = ort.SessionOptions()
-    options.intra_op_num_threads = threads or host_core_count()
+    options.intra_op_num_threads = threads
     options.log_severity_level = 3
-    session = ort.InferenceSession(copy.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    for key, value in (config or {}).items():
+        options.add_session_config_entry(key, value)
+    return ort.InferenceSession(copy.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def onnxruntime_runner(model: onnx.ModelProto, inputs: dict[str, np.ndarray], threads: int | None = None) -> Runner:
+    """onnxruntime on the CPU with the same inputs and thread count: the deployment alternative."""
+    session = onnxruntime_session(model, threads or host_core_count())
     return Runner(lambda: session.run(None, inputs), [np.asarray(o) for o in session.run(None, inputs)])
 
 

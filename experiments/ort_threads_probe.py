@@ -21,25 +21,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import onnx
-import onnxruntime as ort
 from paired_retime import bootstrap_interval, timed_passes
 
+from bcd_core.export import onnxruntime_session
 from bcd_core.model_import import import_model, random_inputs
 from bcd_core.target import host_core_count
 
 BCD_WAY = "explicit threads (bcd)"
 
 
-def session_runner(model: onnx.ModelProto, inputs: dict, threads: int, **entries: str) -> Callable[[], None]:
-    copy = onnx.ModelProto()
-    copy.CopyFrom(model)
-    copy.ir_version = min(copy.ir_version, 10)  # as bcd_core/export.py: onnxruntime rejects IR 14
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.log_severity_level = 3
-    for key, value in entries.items():
-        options.add_session_config_entry(key, value)
-    session = ort.InferenceSession(copy.SerializeToString(), options, providers=["CPUExecutionProvider"])
+def session_runner(model: onnx.ModelProto, inputs: dict, threads: int, **config: str) -> Callable[[], None]:
+    session = onnxruntime_session(model, threads, config)
     return lambda: session.run(None, inputs)
 
 

@@ -136,12 +136,12 @@ def test_a_new_model_draws_on_an_earlier_tune_with_provenance(tmp_path: Path, re
 
 def first_round_origins(db: Path, session_id: int) -> dict[int, list[str]]:
     """Task row id -> the origins of its first round's trials."""
-    first: dict[int, list[dict]] = {}
+    first_round: dict[int, int] = {}
+    origins: dict[int, list[str]] = {}
     for trial in RecordStore(db).trials(session_id):
-        batch = first.setdefault(trial["task_id"], [trial])
-        if trial["round"] == batch[0]["round"] and trial is not batch[0]:
-            batch.append(trial)
-    return {task_id: [t["origin"] for t in batch] for task_id, batch in first.items()}
+        if trial["round"] == first_round.setdefault(trial["task_id"], trial["round"]):
+            origins.setdefault(trial["task_id"], []).append(trial["origin"])
+    return origins
 
 
 @pytest.mark.slow
