@@ -37,12 +37,13 @@ class MemoryShare:
     def goes_beside(self, task_index: int, seeds: Sequence[ms.MeasureCandidate]) -> bool:
         """Whether a task's first round, which carries its cluster's programs (`seeds`) and
         none of the memory's, gets as many of the memory's as well (`memory_first_round`
-        beside; by default a task draws on the memory only when its cluster-mates have too
-        few programs). The memory's best programs for MobileNetV2's tasks were level with
-        stock's finals (experiments/memory_ceiling.py) but reached only its clusters' first
-        tasks; beside brought it to stock's final sooner and cost the transformer, whose
-        memory holds poorer matches, so it is not the default (docs/benchmarks.md)."""
-        if self.run.settings.memory_first_round != "beside" or not seeds or not self.remembers(task_index):
+        beside or swap; by default, after, a task draws on the memory only when its
+        cluster-mates have too few programs). The memory's best programs for MobileNetV2's
+        tasks were level with stock's finals (experiments/memory_ceiling.py) but reached only
+        its clusters' first tasks; beside brought it to stock's final sooner but lengthened
+        the first round robin and cost the transformer, so it is not the default
+        (docs/benchmarks.md)."""
+        if self.run.settings.memory_first_round == "after" or not seeds or not self.remembers(task_index):
             return False
         provenance = self.run.provenance
         return not any(provenance.get(module_hash(s.sch), (None,))[0] in REMEMBERED_ORIGINS for s in seeds)

@@ -311,10 +311,8 @@ class SeededPlan(ClusterSteering):
         count = own_first_picks(batch, len(seeds), self.halves_first_round(task_index) and self.vouched(seeds))
         if self.adds_to_first_round(task_index):
             count = min(batch, left - len(seeds))
-        beside = self.from_memory(task_index, quota, seen) if self.memory_share.goes_beside(task_index, seeds) else []
-        if beside:  # --memory-first-round beside: in place of own picks, on top of a half round
-            count = max(min(count, batch - len(seeds) - len(beside)), 0)
-            seeds += beside
+        if self.memory_share.goes_beside(task_index, seeds):
+            seeds, count = self.with_memory_beside(task_index, seeds, quota, count, batch, seen)
         if stock_picks is None:
             return self.ranked(task_index, count, explore=count // 2) + seeds
         own = self.ranked(task_index, count - count // 2)
@@ -322,6 +320,18 @@ class SeededPlan(ClusterSteering):
         if len(own) < count:  # stock's picks repeated the model's
             own += self.ranked(task_index, count - len(own))
         return own + seeds
+
+    def with_memory_beside(
+        self, task_index: int, seeds: list[ms.MeasureCandidate], quota: int, count: int, batch: int, seen: set[int]
+    ) -> tuple[list[ms.MeasureCandidate], int]:
+        """A first round's carried programs with the memory's added beside the cluster's, and
+        how many own picks remain: `beside`, as many as the cluster's, in place of own picks
+        in a whole round and on top of a half one; `swap`, in place of all own picks but one
+        (where a serial twin goes), so the round is no longer than without them."""
+        swap = self.settings.memory_first_round == "swap"
+        remembered = self.from_memory(task_index, min(quota, count - 1) if swap else quota, seen)
+        room = count if swap else batch - len(seeds)
+        return seeds + remembered, max(min(count, room - len(remembered)), 0)
 
     def first_round_of(self, task_index: int) -> str:
         """How the task's first round picks its own candidates (`first_round`): with by-work,

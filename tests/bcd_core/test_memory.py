@@ -148,21 +148,29 @@ def first_round_origins(db: Path, session_id: int) -> dict[int, list[str]]:
 def test_beside_hands_the_memorys_programs_to_a_task_its_cluster_already_gave_some(
     tmp_path: Path, remembered_store, second_model
 ) -> None:
-    """--memory-first-round beside: a cluster member's first round carries the memory's
-    programs as well as its cluster's, within one round; the default hands them only after."""
+    """--memory-first-round beside and swap: a cluster member's first round carries the
+    memory's programs as well as its cluster's, within one round, and with swap in place of
+    own picks (no more trials than the default's); the default hands them only after."""
     rounds = {}
-    for rule in ("after", "beside"):
+    for rule in ("after", "beside", "swap"):
         db = copy_store(remembered_store, tmp_path / f"{rule}.db")
-        settings = replace(SETTINGS, memory_first_round=rule)
+        # Rounds of 8 give a light member a half round of 2 cluster's and 2 own picks, so swap
+        # has an own pick to trade (rounds of 4: one of each, and the twin takes the own pick).
+        settings = replace(SETTINGS, trials_per_round=8, memory_first_round=rule)
         run = run_session(second_model, db, host_target(), settings, memory=MemoryRequest())
         rounds[rule] = first_round_origins(db, run.session_id)
+    members_of = {}
     for rule, by_task in rounds.items():
-        members = [origins for origins in by_task.values() if "diffused" in origins]
-        assert members, f"{rule}: no task was given its cluster's programs in its first round"
-        for origins in members:
-            assert len(origins) <= SETTINGS.trials_per_round
+        members_of[rule] = {task: origins for task, origins in by_task.items() if "diffused" in origins}
+        assert members_of[rule], f"{rule}: no task was given its cluster's programs in its first round"
+        for origins in members_of[rule].values():
+            assert len(origins) <= 8
             remembered = set(origins) & set(REMEMBERED_ORIGINS)
-            assert bool(remembered) == (rule == "beside"), f"{rule}: first round {origins}"
+            assert bool(remembered) == (rule != "after"), f"{rule}: first round {origins}"
+    both = members_of["swap"].keys() & members_of["after"].keys()  # the same tasks: copies of one store
+    assert both, "no task was a member given its cluster's programs under both rules"
+    for task in both:
+        assert len(members_of["swap"][task]) == len(members_of["after"][task]), f"swap lengthened task {task}'s round"
 
 
 @pytest.mark.slow
