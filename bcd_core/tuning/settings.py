@@ -168,7 +168,8 @@ class TuneSettings:
     # only once its cluster-mates have too few programs faster than its own (a cluster's first
     # task and a remembered workload draw on it in their first round); "beside": in its first
     # round too, the memory's programs beside its cluster's, in place of own picks in a whole
-    # round and on top of a half one (memory_share.py, `MemoryShare.goes_beside`).
+    # round and on top of a half one; "swap": as beside, in place of all own picks but one
+    # (memory_share.py, `MemoryShare.goes_beside`; seeded.py, `with_memory_beside`).
     memory_first_round: str = MEMORY_FIRST_ROUNDS[0]
 
     def __post_init__(self) -> None:
