@@ -151,12 +151,13 @@ def test_beside_hands_the_memorys_programs_to_a_task_its_cluster_already_gave_so
     """--memory-first-round beside and swap: a cluster member's first round carries the
     memory's programs as well as its cluster's, within one round, and with swap in place of
     own picks (no more trials than the default's); the default hands them only after."""
+    # Rounds of 8 give a light member a half round of 2 cluster's and 2 own picks, so swap
+    # has an own pick to trade (rounds of 4: one of each, and the twin takes the own pick).
+    round_size = 8
     rounds = {}
     for rule in ("after", "beside", "swap"):
         db = copy_store(remembered_store, tmp_path / f"{rule}.db")
-        # Rounds of 8 give a light member a half round of 2 cluster's and 2 own picks, so swap
-        # has an own pick to trade (rounds of 4: one of each, and the twin takes the own pick).
-        settings = replace(SETTINGS, trials_per_round=8, memory_first_round=rule)
+        settings = replace(SETTINGS, trials_per_round=round_size, memory_first_round=rule)
         run = run_session(second_model, db, host_target(), settings, memory=MemoryRequest())
         rounds[rule] = first_round_origins(db, run.session_id)
     members_of = {}
@@ -164,7 +165,7 @@ def test_beside_hands_the_memorys_programs_to_a_task_its_cluster_already_gave_so
         members_of[rule] = {task: origins for task, origins in by_task.items() if "diffused" in origins}
         assert members_of[rule], f"{rule}: no task was given its cluster's programs in its first round"
         for origins in members_of[rule].values():
-            assert len(origins) <= 8
+            assert len(origins) <= round_size
             remembered = set(origins) & set(REMEMBERED_ORIGINS)
             assert bool(remembered) == (rule != "after"), f"{rule}: first round {origins}"
     both = members_of["swap"].keys() & members_of["after"].keys()  # the same tasks: copies of one store
