@@ -41,8 +41,8 @@ class MemoryShare:
         cluster-mates have too few programs). The memory's best programs for MobileNetV2's
         tasks were level with stock's finals (experiments/memory_ceiling.py) but reached only
         its clusters' first tasks; beside brought it to stock's final sooner on two VMs and
-        left the transformer level on one, behind it within the runs' spread on the other: not
-        the default until a model none of this was tuned on confirms it (docs/benchmarks.md)."""
+        left the transformer level on one, but its longer first round robin cost an unseen
+        CNN, so it is not the default (docs/benchmarks.md, "Tuning memory")."""
         if self.run.settings.memory_first_round == "after" or not seeds or not self.remembers(task_index):
             return False
         provenance = self.run.provenance
