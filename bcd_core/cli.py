@@ -108,6 +108,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         args.split_heavier_than,
         args.db or (),
         math=args.math,
+        memory_first_round=args.memory_first_round,
     )
     if args.json:
         print(json.dumps(inspection_json(inspection), indent=2))
@@ -407,7 +408,7 @@ def _add_inspect_command(sub: Any) -> None:
     inspect = sub.add_parser("inspect", help="list a model's tuning tasks and clusters")
     inspect.add_argument("model")
     _add_model_options(inspect)
-    _add_tuning_options(inspect, "representative_rule", "split_heavier_than", "math")
+    _add_tuning_options(inspect, "representative_rule", "split_heavier_than", "math", "memory_first_round")
     inspect.add_argument(
         "--db",
         action="append",

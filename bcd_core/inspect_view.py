@@ -22,6 +22,7 @@ from bcd_core.memory.similar import RememberedTask
 from bcd_core.model_import import InputSpec, import_model, parse_input_shapes
 from bcd_core.target import describe_target, parse_target, target_key
 from bcd_core.tasks import Task, extract_tasks
+from bcd_core.tuning.options import MEMORY_FIRST_ROUNDS
 from bcd_core.tuning.settings import DEFAULT_CLUSTER_MODE, DEFAULT_MATH, TuneSettings
 
 # Coarsest key first, so the table reads from operator kind down to design-space detail.
@@ -52,6 +53,7 @@ class Inspection:
     elapsed_s: float
     memory: TuningMemory | None = None  # what a tune would draw on from the stores named with --db
     memory_notes: list[str] = field(default_factory=list)  # why some sessions are not drawn on
+    memory_first_round: str = MEMORY_FIRST_ROUNDS[0]  # when a cluster member draws on memory
 
 
 def inspect_model(
@@ -62,13 +64,19 @@ def inspect_model(
     split_heavier_than: float,
     memory_stores: Sequence[str] = (),
     math: str = DEFAULT_MATH,
+    memory_first_round: str = MEMORY_FIRST_ROUNDS[0],
 ) -> Inspection:
     """Import the model (erf, exp, tanh, softmax as `math` says, as a tune would), extract its
     tasks and cluster them in every mode; with `memory_stores`, also find what each task would
-    draw on from earlier tunes there."""
+    draw on from earlier tunes there, and when (`memory_first_round`, as a tune would)."""
     start = time.perf_counter()
     try:  # the tuner's own checks of these settings, before the model is imported
-        TuneSettings(representative_rule=rule, split_heavier_than=split_heavier_than, math=math)
+        TuneSettings(
+            representative_rule=rule,
+            split_heavier_than=split_heavier_than,
+            math=math,
+            memory_first_round=memory_first_round,
+        )
     except ValueError as err:
         raise BcdError(str(err)) from err
     target = parse_target(target_spec)
@@ -94,6 +102,7 @@ def inspect_model(
         elapsed_s=time.perf_counter() - start,
         memory=memory,
         memory_notes=notes,
+        memory_first_round=memory_first_round,
     )
 
 
@@ -133,15 +142,22 @@ def remembered(inspection: Inspection, task: Task) -> list[RememberedTask]:
 
 class MemoryWhen:
     """When a BCD tune hands a task programs from memory (tuning/seeded.py `diffused`): an
-    earlier tune of the very workload always first; otherwise its cluster-mates' programs come
-    first, so the memory fills a round only for a task tuned before its cluster-mates."""
+    earlier tune of the very workload always first; a cluster's first task in its first round;
+    a later task of a cluster in its first round too, beside its cluster-mates' programs
+    (memory_first_round swap or beside), or only once they are too few (after)."""
 
     SAME_WORKLOAD = "same-workload"
     FIRST_ROUND = "first-round"  # a cluster's first task (its representative) or a task alone
+    BESIDE_CLUSTER = "beside-cluster"  # in its first round, beside its cluster-mates' programs
     AFTER_CLUSTER = "after-cluster"  # only if its cluster-mates have too few faster programs
     NEVER = ""
 
-    LABELS = {SAME_WORKLOAD: "same workload", FIRST_ROUND: "first round", AFTER_CLUSTER: "after its cluster"}
+    LABELS = {
+        SAME_WORKLOAD: "same workload",
+        FIRST_ROUND: "first round",
+        BESIDE_CLUSTER: "first round, beside its cluster's",
+        AFTER_CLUSTER: "after its cluster",
+    }
 
 
 def memory_when(inspection: Inspection, task: Task) -> str:
@@ -152,7 +168,9 @@ def memory_when(inspection: Inspection, task: Task) -> str:
     if any(inspection.memory.is_same_workload(task.index, task, r) for r in found):
         return MemoryWhen.SAME_WORKLOAD
     cluster = cluster_of(inspection.by_mode[DEFAULT_CLUSTER_MODE], task.index)
-    return MemoryWhen.FIRST_ROUND if cluster.representative == task.index else MemoryWhen.AFTER_CLUSTER
+    if cluster.representative == task.index:
+        return MemoryWhen.FIRST_ROUND
+    return MemoryWhen.AFTER_CLUSTER if inspection.memory_first_round == "after" else MemoryWhen.BESIDE_CLUSTER
 
 
 def _remembered_json(task: RememberedTask) -> dict[str, Any]:
@@ -252,6 +270,7 @@ def memory_lines(inspection: Inspection) -> list[str]:
         f"  {sum(counts.values())} of {len(inspection.tasks)} tasks would draw on memory: "
         f"{counts[MemoryWhen.SAME_WORKLOAD]} tuned before as the same workload, "
         f"{counts[MemoryWhen.FIRST_ROUND]} in their first round (the first of their cluster), "
+        f"{counts[MemoryWhen.BESIDE_CLUSTER]} in their first round beside their cluster-mates' programs, "
         f"{counts[MemoryWhen.AFTER_CLUSTER]} only when their cluster-mates have too few programs faster than theirs"
     )
     return lines

@@ -5,7 +5,7 @@ adapted version failed somewhere, to no task again."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tvm.s_tir import meta_schedule as ms
@@ -36,17 +36,35 @@ class MemoryShare:
 
     def goes_beside(self, task_index: int, seeds: Sequence[ms.MeasureCandidate]) -> bool:
         """Whether a task's first round, which carries its cluster's programs (`seeds`) and
-        none of the memory's, gets as many of the memory's as well (`memory_first_round`
-        beside or swap; by default, after, a task draws on the memory only when its
-        cluster-mates have too few programs). The memory's best programs for MobileNetV2's
-        tasks were level with stock's finals (experiments/memory_ceiling.py) but reached only
-        its clusters' first tasks; beside brought it to stock's final sooner on two VMs and
-        left the transformer level on one, but its longer first round robin cost an unseen
-        CNN, so it is not the default (docs/benchmarks.md, "Tuning memory")."""
+        none of the memory's, gets the memory's as well (`memory_first_round` swap, the
+        default, or beside; with after a task draws on the memory only when its cluster-mates
+        have too few programs). The memory's best programs for MobileNetV2's tasks were level
+        with stock's finals (experiments/memory_ceiling.py), but with after they reached only
+        its clusters' first tasks. Swap trades own picks for them, so no round grows; beside
+        adds them and lengthened an unseen CNN's first round robin (docs/benchmarks.md,
+        "Tuning memory")."""
         if self.run.settings.memory_first_round == "after" or not seeds or not self.remembers(task_index):
             return False
         provenance = self.run.provenance
         return not any(provenance.get(module_hash(s.sch), (None,))[0] in REMEMBERED_ORIGINS for s in seeds)
+
+    def beside(
+        self,
+        seeds: list[ms.MeasureCandidate],
+        quota: int,
+        count: int,
+        batch: int,
+        fetch: Callable[[int], list[ms.MeasureCandidate]],
+    ) -> tuple[list[ms.MeasureCandidate], int]:
+        """A first round's carried programs (`seeds`, its cluster's) with the memory's added
+        (`fetch(n)` diffuses up to n), and how many of its `count` own picks remain: with swap,
+        the memory's take the place of all own picks but one (where a serial twin goes), so the
+        round is no longer than without them; with beside, as many as the cluster's, in place
+        of own picks in a whole round and on top of a half one."""
+        swap = self.run.settings.memory_first_round == "swap"
+        remembered = fetch(min(quota, count - 1) if swap else quota)
+        room = count if swap else batch - len(seeds)
+        return seeds + remembered, max(min(count, room - len(remembered)), 0)
 
     def restore(self, task_index: int, own_trial_id: int) -> None:
         """On resume: the task was handed this program of the own store already."""

@@ -29,7 +29,7 @@ FIRST_ROUNDS = ("ranked", "stock", "cold", "by-work", "ranked-cold")  # the defa
 SEARCH_SEEDS = ("own", "all")  # the default first
 MEMBER_FIRST_ROUNDS = ("by-work", "half", "full", "plus")  # the default first
 SERIAL_TWINS = ("on", "off")  # the default first
-MEMORY_FIRST_ROUNDS = ("after", "beside", "swap")  # the default first
+MEMORY_FIRST_ROUNDS = ("swap", "after", "beside")  # the default first
 MATH_MODES = ("fast", "exact")  # values of model_import.MathMode, default first
 CPU_CACHE_MODES = ("warm", "flushed")  # how CPU candidates are timed (tuning/cache_flush.py), default first
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
@@ -182,9 +182,9 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "memory_first_round",
         Level.RESEARCH,
-        "when a task whose cluster gives it programs draws on the tuning memory: only once its "
-        "cluster-mates have too few (after), or in its first round too, beside its cluster's, on top of a "
-        "half round (beside) or in place of own picks (swap)",
+        "when a task whose cluster gives it programs draws on the tuning memory: in its first round too, "
+        "beside its cluster's, in place of own picks (swap) or on top of a half round (beside), or only once "
+        "its cluster-mates have too few (after)",
         "--memory-first-round",
         choices=MEMORY_FIRST_ROUNDS,
         identity_of=(SEEDED,),

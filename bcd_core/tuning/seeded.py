@@ -32,9 +32,10 @@ with the stock settings. BCD adds three things:
 - Memory (bcd_core/memory): programs of the most similar tasks of earlier tunes on this
   target, of any model, are diffused the same way and in the same share, after the
   cluster's (the nearest remembered tasks' best programs first; the rest come in later
-  rounds). They take the place of a few of a task's first-round picks but never shorten
-  that round (`SeededPlan.vouched`): only its cluster's programs and an earlier tune's of
-  this very workload do. The cost model learns from their measurements before the first
+  rounds). They take the place of a few of a task's first-round picks, beside its
+  cluster's programs when those came too (`MemoryShare.beside`), but never shorten that
+  round (`SeededPlan.vouched`): only its cluster's programs and an earlier tune's of this
+  very workload do. The cost model learns from their measurements before the first
   round (driver.py). An earlier tune's program
   for this very workload is reused unchanged and, as MetaSchedule reuses a tuned
   workload's records, may seed the task's search.
@@ -47,6 +48,7 @@ import math
 import random
 import time
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from tvm.ir.utils import derived_object
@@ -312,7 +314,8 @@ class SeededPlan(ClusterSteering):
         if self.adds_to_first_round(task_index):
             count = min(batch, left - len(seeds))
         if self.memory_share.goes_beside(task_index, seeds):
-            seeds, count = self.with_memory_beside(task_index, seeds, quota, count, batch, seen)
+            fetch = partial(self.from_memory, task_index, seen=seen)
+            seeds, count = self.memory_share.beside(seeds, quota, count, batch, fetch)
         if stock_picks is None:
             return self.ranked(task_index, count, explore=count // 2) + seeds
         own = self.ranked(task_index, count - count // 2)
@@ -320,18 +323,6 @@ class SeededPlan(ClusterSteering):
         if len(own) < count:  # stock's picks repeated the model's
             own += self.ranked(task_index, count - len(own))
         return own + seeds
-
-    def with_memory_beside(
-        self, task_index: int, seeds: list[ms.MeasureCandidate], quota: int, count: int, batch: int, seen: set[int]
-    ) -> tuple[list[ms.MeasureCandidate], int]:
-        """A first round's carried programs with the memory's added beside the cluster's, and
-        how many own picks remain: `beside`, as many as the cluster's, in place of own picks
-        in a whole round and on top of a half one; `swap`, in place of all own picks but one
-        (where a serial twin goes), so the round is no longer than without them."""
-        swap = self.settings.memory_first_round == "swap"
-        remembered = self.from_memory(task_index, min(quota, count - 1) if swap else quota, seen)
-        room = count if swap else batch - len(seeds)
-        return seeds + remembered, max(min(count, room - len(remembered)), 0)
 
     def first_round_of(self, task_index: int) -> str:
         """How the task's first round picks its own candidates (`first_round`): with by-work,

@@ -385,9 +385,16 @@ def test_inspect_lists_what_each_task_would_draw_on(remembered_store, second_mod
     drawing = [t for t in tasks if t["memory"]]
     assert drawing and all(m["model"] == "memory_first.onnx" for t in drawing for m in t["memory"])
     assert all(t["memory_when"] == "" for t in tasks if not t["memory"])
-    for task in drawing:  # a cluster's later tasks get its first task's programs before memory's
-        when = "first-round" if task["loose_sketch_representative"] else "after-cluster"
+    assert any(t["memory_when"] == "beside-cluster" for t in drawing), "no cluster member draws on memory"
+    for task in drawing:  # by default a cluster's later tasks get memory's programs beside their cluster's
+        when = "first-round" if task["loose_sketch_representative"] else "beside-cluster"
         assert task["memory_when"] in ("same-workload", when)
+    args = ["inspect", str(second_model), "--db", str(remembered_store), "--memory-first-round", "after", "--json"]
+    assert main(args) == 0
+    after = {t["index"]: t["memory_when"] for t in json.loads(capsys.readouterr().out)["tasks"]}
+    for task in drawing:  # with after, only once their cluster-mates' programs are too few
+        changed = task["memory_when"] == "beside-cluster"
+        assert after[task["index"]] == ("after-cluster" if changed else task["memory_when"])
     assert main(["inspect", str(second_model), "--db", str(remembered_store)]) == 0
     out = capsys.readouterr().out
-    assert "would draw on memory" in out and "in their first round" in out
+    assert "would draw on memory" in out and "beside their cluster-mates' programs" in out
