@@ -149,8 +149,8 @@ def test_beside_hands_the_memorys_programs_to_a_task_its_cluster_already_gave_so
     tmp_path: Path, remembered_store, second_model
 ) -> None:
     """--memory-first-round beside and swap: a cluster member's first round carries the
-    memory's programs as well as its cluster's, within one round, and with swap in place of
-    own picks (no more trials than the default's); the default hands them only after."""
+    memory's programs as well as its cluster's, within one round, and with swap (the default)
+    in place of own picks (no more trials than after's); after hands them only later."""
     # Rounds of 8 give a light member a half round of 2 cluster's and 2 own picks, so swap
     # has an own pick to trade (rounds of 4: one of each, and the twin takes the own pick).
     round_size = 8
