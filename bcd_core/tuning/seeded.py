@@ -92,16 +92,23 @@ def failed_sources(diffused: list[tuple[int | None, float | None]]) -> set[int]:
     return {source for source, latency in diffused if source is not None and not latency}
 
 
-def task_gradient(history: list[float], weight: float) -> float:
+def task_gradient(history: list[float], weight: float, rounds_spent: float | None = None) -> float:
     """MetaSchedule's GradientBased priority of a task from its best latency after each of
-    its rounds: the recent slope of the best latency and its best over its rounds, weighted
-    by how often the model calls it. A task with no round yet comes first."""
+    its rounds: the recent slope of the best latency and its best over the allocation spent
+    on it, weighted by how often the model calls it. A task with no round yet comes first.
+
+    `rounds_spent` is that allocation: the task's trials in whole rounds. Stock's rounds are
+    all whole, so there it is the number of rounds (the default), as in MetaSchedule; BCD
+    gives a light member half a first round, and its best over one round would rank it with
+    tasks that measured twice as many programs (Ansor's rule, which MetaSchedule's follows,
+    divides the best by the trials spent)."""
     if not history:
         return math.inf
     values = [value if math.isfinite(value) else NO_VALID_TIME for value in history]
     best = values[-1]
     slope = (values[-1 - GRADIENT_WINDOW] - best) / GRADIENT_WINDOW if len(values) >= 1 + GRADIENT_WINDOW else 0.0
-    return (GRADIENT_ALPHA * slope + (1 - GRADIENT_ALPHA) * best / len(values)) * weight
+    spent = rounds_spent if rounds_spent else len(values)
+    return (GRADIENT_ALPHA * slope + (1 - GRADIENT_ALPHA) * best / spent) * weight
 
 
 def first_round_order(representatives: list[int], members: list[int], started: set[int]) -> list[int]:
@@ -238,7 +245,11 @@ class SeededPlan(ClusterSteering):
 
     def steepest(self, alive: list[int]) -> int:
         run = self.run
-        gradients = [task_gradient(run.best_history.get(i, []), run.tasks[i].weight) for i in alive]
+        whole = self.settings.batch_size
+        gradients = [
+            task_gradient(run.best_history.get(i, []), run.tasks[i].weight, run.trial_counts.get(i, 0) / whole)
+            for i in alive
+        ]
         top = max(gradients)
         if top == min(gradients):
             return self.rng.choice(alive)

@@ -80,6 +80,14 @@ def test_task_gradient_is_metaschedules_gradient_rule() -> None:
     assert task_gradient([float("inf")], 1.0) > task_gradient([1.0], 1.0)  # no valid time yet
 
 
+def test_task_gradient_divides_the_best_by_the_trials_spent_in_whole_rounds() -> None:
+    # A light member measured half a first round: its best counts over half a round, so it
+    # outranks a task as fast that measured a whole one; whole rounds give stock's rule.
+    assert task_gradient([2.0], 1.0, rounds_spent=0.5) == pytest.approx(0.8 * 2.0 / 0.5)
+    assert task_gradient([2.0], 1.0, rounds_spent=0.5) > task_gradient([2.0], 1.0, rounds_spent=1.0)
+    assert task_gradient([3.0, 2.0], 1.0, rounds_spent=2.0) == task_gradient([3.0, 2.0], 1.0)
+
+
 def test_first_round_puts_representatives_before_members() -> None:
     assert first_round_order([0, 3], [1, 2, 4], started=set()) == [0, 3, 1, 2, 4]
     assert first_round_order([0, 3], [1, 2, 4], started={0, 1}) == [3, 2, 4]
