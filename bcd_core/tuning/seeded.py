@@ -1,7 +1,8 @@
 """Bayesian Code Diffusion over stock MetaSchedule: the `bcd` strategy.
 
 Stock MetaSchedule is the floor. Its gradient task scheduler decides which task gets the
-next round (the same formula, here in Python so the user can steer it), its XGBModel is the
+next round (the same formula, here in Python so the user can steer it, with a task's trials
+counted in whole rounds since BCD's first rounds are not all whole), its XGBModel is the
 one cost model of every task, and every round after a task's first is its EvolutionarySearch
 with the stock settings. BCD adds three things:
 
@@ -101,7 +102,7 @@ def task_gradient(history: list[float], weight: float, rounds_spent: float | Non
     all whole, so there it is the number of rounds (the default), as in MetaSchedule; BCD
     gives a light member half a first round, and its best over one round would rank it with
     tasks that measured twice as many programs (Ansor's rule, which MetaSchedule's follows,
-    divides the best by the trials spent)."""
+    divides the best by the allocation spent on the task, in units of equal rounds)."""
     if not history:
         return math.inf
     values = [value if math.isfinite(value) else NO_VALID_TIME for value in history]
