@@ -6,12 +6,16 @@ table of docs/benchmarks.md comes from here).
 With --reach it also prints, per model and strategy, when the mean curves reach stock's first
 full estimate and stock's final (a mean curve starts once every run has its first full estimate);
 with --levels MS,MS,... when each strategy's mean curve reaches each of those estimates (to compare
-benches against other stock runs' finals, or how fast curves descend after their first full one).
+benches against other stock runs' finals, or how fast curves descend after their first full one);
+with --descent, for every run, how many seconds after its own first full estimate it reached 97, 94,
+91 and 88 % of it, and the median over each strategy's runs (runs whose first full estimates differ
+by their spread compared from where each started).
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 from pathlib import Path
 
 from bcd_core.bench_matrix import Curve, Matrix, load_matrix, markdown_table, mean_curve, plot_model, time_grid
@@ -47,12 +51,41 @@ def print_levels(matrix: Matrix, levels_ms: list[float]) -> None:
             print(f"{Path(model.model).stem} {strategy}: from {start * 1e3:.3f} ms at {start_s:.0f} s; {reached}")
 
 
+DESCENT_FRACTIONS = (0.97, 0.94, 0.91, 0.88)
+
+
+def print_descent(matrix: Matrix) -> None:
+    for model in matrix.models:
+        for strategy in sorted({run.strategy for run in model.runs}):
+            columns: list[list[float]] = [[] for _ in DESCENT_FRACTIONS]
+            for run in model.runs_of(strategy):
+                start_s, start = run.timeline[0]
+                after = [
+                    next((t - start_s for t, e in run.timeline if e <= start * f), None) for f in DESCENT_FRACTIONS
+                ]
+                for column, seconds in zip(columns, after):
+                    column += [] if seconds is None else [seconds]
+                text = " ".join("never" if s is None else f"{s:.0f}" for s in after)
+                print(
+                    f"{Path(model.model).stem} {strategy} seed {run.seed}: "
+                    f"{start * 1e3:.3f} ms at {start_s:.0f} s; {text}"
+                )
+            medians = " ".join(
+                f"{f:.0%}: {statistics.median(c):.0f} s ({len(c)} runs)" if c else f"{f:.0%}: never"
+                for f, c in zip(DESCENT_FRACTIONS, columns)
+            )
+            print(f"{Path(model.model).stem} {strategy}, median seconds after the first full estimate: {medians}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("matrices", nargs="+", type=Path, help="matrix.json files written by bcd bench --seeds")
     parser.add_argument("--plot", action="store_true", help="also draw MODEL-curves.png beside each matrix.json")
     parser.add_argument("--reach", action="store_true", help="also print when the mean curves reach stock's figures")
     parser.add_argument("--levels", help="estimates in ms, comma-separated: when each mean curve reaches them")
+    parser.add_argument(
+        "--descent", action="store_true", help="also print how fast each run descends from its first full estimate"
+    )
     args = parser.parse_args()
     for path in args.matrices:
         matrix = load_matrix(path)
@@ -63,6 +96,9 @@ def main() -> None:
             print()
         if args.levels:
             print_levels(matrix, [float(value) for value in args.levels.split(",")])
+            print()
+        if args.descent:
+            print_descent(matrix)
             print()
         for model in matrix.models if args.plot else []:
             plot_model(model, matrix, path.parent / f"{Path(model.model).stem}-curves.png")
