@@ -64,7 +64,8 @@ def print_descent(matrix: Matrix) -> None:
                     next((t - start_s for t, e in run.timeline if e <= start * f), None) for f in DESCENT_FRACTIONS
                 ]
                 for column, seconds in zip(columns, after):
-                    column += [] if seconds is None else [seconds]
+                    if seconds is not None:
+                        column.append(seconds)
                 text = " ".join("never" if s is None else f"{s:.0f}" for s in after)
                 print(
                     f"{Path(model.model).stem} {strategy} seed {run.seed}: "
