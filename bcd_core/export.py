@@ -24,7 +24,7 @@ from bcd_core.records.timing import session_timing
 from bcd_core.target import host_core_count, is_gpu, target_key
 from bcd_core.tasks import extract_tasks
 from bcd_core.timing import RUNS, Timing, time_in_turns, time_runs
-from bcd_core.tvm_speedups import load_tensor_intrinsics
+from bcd_core.tvm_speedups import load_tensor_intrinsics, shared_constant_builds
 
 Progress = Callable[[str], None]
 
@@ -60,7 +60,8 @@ def compile_tuned(
         raise MissingRecordError(lacking)
     load_tensor_intrinsics(target)
     progress("compiling the tuned model")
-    return ms.relax_integration.compile_relax(database, raw_mod, target, params={})
+    with shared_constant_builds():
+        return ms.relax_integration.compile_relax(database, raw_mod, target, params={})
 
 
 LIBRARY_SUFFIXES = (".so", ".dylib", ".dll", ".tar")

@@ -15,6 +15,7 @@ from tvm import relax
 from tvm.target import Target
 
 from bcd_core.errors import DynamicShapeError, ModelLoadError, TensorSizeError, UnsupportedOperatorError
+from bcd_core.tvm_speedups import shared_constant_builds
 
 ONNX_DOMAINS = ("", "ai.onnx")
 # Larger tensors would not fit in memory when candidates are measured (inputs, outputs and
@@ -288,7 +289,7 @@ def fuse_for_tuning(raw_mod: tvm.IRModule, target: Target) -> tvm.IRModule:
         relax.transform.FuseOps(),
         relax.transform.FuseTIR(),
     ]
-    with target, tvm.transform.PassContext(opt_level=3):
+    with target, tvm.transform.PassContext(opt_level=3), shared_constant_builds():
         return tvm.transform.Sequential(passes)(raw_mod)
 
 
