@@ -20,9 +20,8 @@ import platform
 import sys
 import threading
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import tvm
 import tvm_ffi
@@ -33,7 +32,10 @@ _lock = threading.Lock()
 _BUILD_FUNC = "tirx.build"
 _builds_lock = threading.Lock()
 _builds_users = 0
-_stock_build: Any = None  # TVM's `tirx.build` while shared_constant_builds replaces it
+Builder = Callable[..., "tvm.runtime.Module"]  # tirx.build(mod, target, pipeline)
+# (structural hash, target, pipeline, pass settings) -> [(function, its module)]
+_BuildCache = dict[tuple[int, str, str, str], list[tuple[object, "tvm.runtime.Module"]]]
+_stock_build: Builder | None = None  # TVM's `tirx.build` while shared_constant_builds replaces it
 
 
 def _cpu_intrinsic_modules() -> list[str]:
@@ -85,14 +87,16 @@ def load_tensor_intrinsics(target: Target) -> None:
             importlib.import_module(_PACKAGE)
 
 
-def _sharing_build(stock: Any, cache: dict[tuple[int, str, str], list[tuple[Any, Any]]]) -> Any:
-    """`tirx.build`, but a PrimFunc structurally equal to one built before for the same target
-    and pipeline gets that build's module (a module holds no state between calls)."""
+def _sharing_build(stock: Builder, cache: _BuildCache) -> Builder:
+    """`tirx.build`, but a PrimFunc structurally equal to one built before, for the same target,
+    pipeline and pass settings, gets that build's module. Equality covers the function's
+    attributes (its global symbol too), and a built module holds no state between calls."""
 
-    def build(mod: Any, target: Any = None, pipeline: Any = "default") -> Any:
-        if not isinstance(mod, tvm.tirx.PrimFunc):
+    def build(mod: object, target: object = None, pipeline: object = "default") -> tvm.runtime.Module:
+        if not isinstance(mod, tvm.tirx.PrimFunc) or target is None:  # None: the current target
             return stock(mod, target, pipeline)
-        key = (int(tvm_ffi.structural_hash(mod)), str(target), str(pipeline))
+        settings = str(tvm.transform.PassContext.current().config)
+        key = (int(tvm_ffi.structural_hash(mod)), str(target), str(pipeline), settings)
         with _builds_lock:
             for built, module in cache.get(key, ()):
                 if tvm_ffi.structural_equal(built, mod):
@@ -108,7 +112,8 @@ def _sharing_build(stock: Any, cache: dict[tuple[int, str, str], list[tuple[Any,
 @contextmanager
 def shared_constant_builds() -> Iterator[None]:
     """Share LLVM builds of equal functions (constant folding) while the context is open.
-    Nested and concurrent uses share one cache; the last to leave restores TVM's builder."""
+    Nested and concurrent uses share one cache; the last to leave restores TVM's builder.
+    TVM's builder is global: other threads build through the shared one meanwhile."""
     global _builds_users, _stock_build
     with _builds_lock:
         if _builds_users == 0:

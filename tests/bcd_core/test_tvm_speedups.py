@@ -33,9 +33,9 @@ def test_constant_folding_builds_each_distinct_function_once(
 ) -> None:
     # Three convolutions with 8 output channels: three folds of the same bias reshape.
     raw = import_model(models.convnet(model_dir / "repeated_bias.onnx", channels=(3, 8, 8, 8))).relax_mod
+    counting = tvm.get_global_func("tirx.build")
     shared = fuse_for_tuning(raw, host)
     shared_builds = len(counted_builds)
-    counting = tvm.get_global_func("tirx.build")
 
     counted_builds.clear()
     monkeypatch.setattr(bcd_core.model_import, "shared_constant_builds", contextlib.nullcontext)
@@ -54,4 +54,11 @@ def test_shared_builds_nest_and_restore_the_builder() -> None:
         with shared_constant_builds():
             assert tvm.get_global_func("tirx.build").same_as(sharing)
         assert tvm.get_global_func("tirx.build").same_as(sharing)  # the outer use still shares
+    assert tvm.get_global_func("tirx.build").same_as(stock)
+
+
+def test_an_error_inside_restores_the_builder() -> None:
+    stock = tvm.get_global_func("tirx.build")
+    with pytest.raises(RuntimeError), shared_constant_builds():
+        raise RuntimeError("a pass failed")
     assert tvm.get_global_func("tirx.build").same_as(stock)
