@@ -329,6 +329,24 @@ def test_tunes_timed_with_other_caches_are_never_drawn_on(tmp_path: Path) -> Non
     assert sessions_on_target(store, key, "warm", "new", "", messages.append) == [1, 3]
 
 
+def test_a_cpus_tunes_are_never_drawn_on_for_another_cpu_model(tmp_path: Path) -> None:
+    """On a CPU the whole target decides how a kernel runs: a tune for another `mcpu` (same
+    core count) is not memory, and the tune says for what it was made."""
+    from bcd_core.memory.recall import sessions_on_target
+
+    key = target_key(host_target())
+    other_cpu = json.loads(key)
+    other_cpu["mcpu"] = "sapphirerapids" if other_cpu.get("mcpu") != "sapphirerapids" else "znver4"
+    store = RecordStore(tmp_path / "store.db")
+    for model, stored_key in (("a", json.dumps(other_cpu, sort_keys=True)), ("b", key)):
+        store.create_session(
+            model_path=f"{model}.onnx", model_hash=model, target="t", target_key=stored_key, strategy="bcd", settings={}
+        )
+    messages: list[str] = []
+    assert sessions_on_target(store, key, "warm", "new", "", messages.append) == [2]
+    assert len(messages) == 1 and other_cpu["mcpu"] in messages[0] and "not used" in messages[0], messages
+
+
 def test_a_gpus_tunes_are_drawn_on_from_any_host_but_never_for_another_gpu(tmp_path: Path) -> None:
     """A CUDA kernel runs the same whichever CPU launches it: tunes of the same GPU made from
     another host are memory; another GPU architecture's are not, and the tune says why."""
