@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 import time
-from collections.abc import Iterator
+from pathlib import Path
 
-import tvm
 import tvm_ffi
 
 import bcd_core.model_import
@@ -24,22 +24,10 @@ from bcd_core.target import host_target
 from bcd_core.tasks import extract_tasks
 from bcd_core.tvm_speedups import shared_constant_builds
 
-
-@contextlib.contextmanager
-def counted_builds() -> Iterator[list[object]]:
-    """TVM's `tirx.build`, recording what it is asked to build."""
-    stock = tvm.get_global_func("tirx.build")
-    built: list[object] = []
-
-    def counting(mod: object, target: object = None, pipeline: object = "default") -> object:
-        built.append(mod)
-        return stock(mod, target, pipeline)
-
-    tvm.register_global_func("tirx.build", counting, override=True)
-    try:
-        yield built
-    finally:
-        tvm.register_global_func("tirx.build", stock, override=True)
+# The build counter is test support (tests/tvm_builds.py), not part of the installed package;
+# appended so that nothing in tests/ can shadow an installed module.
+sys.path.append(str(Path(__file__).resolve().parent.parent / "tests"))
+from tvm_builds import counted_builds  # noqa: E402
 
 
 def extraction(path: str, sharing: bool) -> tuple[float, int, list[tuple]]:

@@ -5,6 +5,7 @@ import models
 import pytest
 import tvm
 import tvm_ffi
+from tvm_builds import counted_builds
 
 import bcd_core.model_import
 from bcd_core.model_import import fuse_for_tuning, import_model
@@ -12,37 +13,26 @@ from bcd_core.tvm_speedups import shared_constant_builds
 
 
 @pytest.fixture
-def counted_builds():
-    """TVM's `tirx.build`, counting the PrimFuncs it is asked to build."""
-    stock = tvm.get_global_func("tirx.build")
-    built: list[object] = []
-
-    def counting(mod, target=None, pipeline="default"):
-        built.append(mod)
-        return stock(mod, target, pipeline)
-
-    tvm.register_global_func("tirx.build", counting, override=True)
-    try:
+def counted():
+    with counted_builds() as built:
         yield built
-    finally:
-        tvm.register_global_func("tirx.build", stock, override=True)
 
 
 def test_constant_folding_builds_each_distinct_function_once(
-    model_dir: Path, host, counted_builds: list, monkeypatch: pytest.MonkeyPatch
+    model_dir: Path, host, counted: list, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Three convolutions with 8 output channels: three folds of the same bias reshape.
     raw = import_model(models.convnet(model_dir / "repeated_bias.onnx", channels=(3, 8, 8, 8))).relax_mod
     counting = tvm.get_global_func("tirx.build")
     shared = fuse_for_tuning(raw, host)
-    shared_builds = len(counted_builds)
+    shared_builds = len(counted)
 
-    counted_builds.clear()
+    counted.clear()
     monkeypatch.setattr(bcd_core.model_import, "shared_constant_builds", contextlib.nullcontext)
     plain = fuse_for_tuning(raw, host)
 
     assert tvm_ffi.structural_equal(shared, plain)  # the same module, task names included
-    assert 1 <= shared_builds < len(counted_builds)
+    assert 1 <= shared_builds < len(counted)
     assert tvm.get_global_func("tirx.build").same_as(counting)  # the builder is restored
 
 
