@@ -12,30 +12,17 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
+from onnx_builder import GraphBuilder
 
 # (expansion channels, output channels, kernel, stride)
 BLOCKS = [(48, 24, 3, 2), (72, 24, 3, 1), (96, 40, 5, 2), (120, 40, 5, 1), (240, 80, 3, 2), (200, 80, 3, 1)]
 
 
-class Builder:
-    def __init__(self, seed: int = 3) -> None:
-        self.rng = np.random.default_rng(seed)
-        self.nodes: list[onnx.NodeProto] = []
-        self.inits: list[onnx.TensorProto] = []
-        self.count = 0
-
-    def name(self, stem: str) -> str:
-        self.count += 1
-        return f"{stem}{self.count}"
-
+class Builder(GraphBuilder):
     def weight(self, shape: tuple[int, ...]) -> str:
-        name = self.name("w")
         fan_in = int(np.prod(shape[1:]))
-        data = (self.rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32)
-        self.inits.append(numpy_helper.from_array(data, name))
-        return name
+        return self.constant((self.rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32), "w")
 
     def conv(self, x: str, c_in: int, c_out: int, kernel: int, stride: int = 1, group: int = 1) -> str:
         w = self.weight((c_out, c_in // group, kernel, kernel))
@@ -47,11 +34,6 @@ class Builder:
         )
         return out
 
-    def op(self, kind: str, inputs: list[str]) -> str:
-        out = self.name(kind.lower())
-        self.nodes.append(helper.make_node(kind, inputs, [out]))
-        return out
-
     def block(self, x: str, c_in: int, expand: int, c_out: int, kernel: int, stride: int) -> str:
         h = self.op("HardSwish", [self.conv(x, c_in, expand, 1)])
         h = self.op("HardSwish", [self.conv(h, expand, expand, kernel, stride, group=expand)])
@@ -60,7 +42,7 @@ class Builder:
 
 
 def build(path: Path) -> Path:
-    b = Builder()
+    b = Builder(seed=3)
     x = b.op("HardSwish", [b.conv("input", 3, 16, 3, 2)])
     channels = 16
     for expand, c_out, kernel, stride in BLOCKS:
@@ -69,21 +51,8 @@ def build(path: Path) -> Path:
     x = b.op("HardSwish", [b.conv(x, channels, 320, 1)])
     pooled = b.op("GlobalAveragePool", [x])
     flat = b.op("Flatten", [pooled])
-    logits = b.op("Gemm", [flat, b.weight((100, 320))])
-    b.nodes[-1].attribute.append(helper.make_attribute("transB", 1))
-    b.nodes.append(helper.make_node("Identity", [logits], ["output"]))
-    graph = helper.make_graph(
-        b.nodes,
-        "unseen_cnn",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 160, 160])],
-        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 100])],
-        b.inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, str(path))
-    return path
+    logits = b.op("Gemm", [flat, b.weight((100, 320))], transB=1)
+    return b.save(path, "unseen_cnn", logits, [1, 3, 160, 160], [1, 100])
 
 
 if __name__ == "__main__":

@@ -15,37 +15,16 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx_builder import GraphBuilder
 
 IMAGE, PATCH, WIDTH, HEADS, HIDDEN, LAYERS, CLASSES = 128, 16, 192, 3, 576, 4, 100
 TOKENS = (IMAGE // PATCH) ** 2
 
 
-class Builder:
-    def __init__(self, seed: int = 5) -> None:
-        self.rng = np.random.default_rng(seed)
-        self.nodes: list[onnx.NodeProto] = []
-        self.inits: list[onnx.TensorProto] = []
-        self.count = 0
-
-    def name(self, stem: str) -> str:
-        self.count += 1
-        return f"{stem}{self.count}"
-
-    def constant(self, data: np.ndarray) -> str:
-        name = self.name("c")
-        self.inits.append(numpy_helper.from_array(data, name))
-        return name
-
+class Builder(GraphBuilder):
     def weight(self, shape: tuple[int, ...]) -> str:
         fan_in = int(np.prod(shape[:-1])) if len(shape) > 1 else shape[0]
         return self.constant((self.rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32))
-
-    def op(self, kind: str, inputs: list[str], **attrs: object) -> str:
-        out = self.name(kind.lower())
-        self.nodes.append(helper.make_node(kind, inputs, [out], **attrs))
-        return out
 
     def dense(self, x: str, n_in: int, n_out: int) -> str:
         return self.op("Add", [self.op("MatMul", [x, self.weight((n_in, n_out))]), self.weight((n_out,))])
@@ -81,7 +60,7 @@ class Builder:
 
 
 def build(path: Path) -> Path:
-    b = Builder()
+    b = Builder(seed=5)
     w = b.constant((b.rng.standard_normal((WIDTH, 3, PATCH, PATCH)) / np.sqrt(3 * PATCH * PATCH)).astype(np.float32))
     patches = b.op("Conv", ["input", w, b.weight((WIDTH,))], strides=[PATCH, PATCH])
     tokens = b.op("Reshape", [patches, b.constant(np.array([1, WIDTH, TOKENS], np.int64))])
@@ -90,19 +69,7 @@ def build(path: Path) -> Path:
         x = b.encoder(x)
     pooled = b.op("ReduceMean", [b.layer_norm(x)], axes=[1], keepdims=0)
     logits = b.dense(pooled, WIDTH, CLASSES)
-    b.nodes.append(helper.make_node("Identity", [logits], ["output"]))
-    graph = helper.make_graph(
-        b.nodes,
-        "unseen_vit",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, IMAGE, IMAGE])],
-        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, CLASSES])],
-        b.inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, str(path))
-    return path
+    return b.save(path, "unseen_vit", logits, [1, 3, IMAGE, IMAGE], [1, CLASSES])
 
 
 if __name__ == "__main__":
