@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sqlite3
 import sys
@@ -251,7 +252,8 @@ def print_check(report: Any) -> int:
         return 0
     print(f"onnxruntime  {report.onnxruntime.timing.describe()}")
     verdict = "match" if report.matches else "DIFFER"
-    print(f"outputs {verdict}: max abs error {report.max_abs_error:.3g} (tolerance {report.tolerance:g})")
+    worst = report.comparison
+    print(f"outputs {verdict}: max abs error {worst.max_abs_error:.3g} (tolerance {worst.tolerance:.3g})")
     return 0 if report.matches else 1
 
 
@@ -496,7 +498,12 @@ def _add_check_and_run_commands(sub: Any) -> None:
         cmd.add_argument("--onnx", required=True, help="the ONNX model (inputs, and the reference outputs)")
         cmd.add_argument("--input-shape", action="append", metavar="NAME=D1,D2,...")
         cmd.add_argument("--runs", type=int, default=RUNS, help="timed runs for each latency")
-        cmd.add_argument("--tolerance", type=float, default=1e-3)
+        cmd.add_argument(
+            "--tolerance",
+            type=float,
+            help="error allowed in a float output, relative to its largest value or 1, whichever is larger "
+            "(default 1e-3; 1e-2 for float16 outputs)",
+        )
         cmd.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
         cmd.set_defaults(func=lambda a, compare=compare: cmd_check(a, compare))
 
@@ -543,7 +550,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(args.verbose)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside this handler, not in Python's exit
+        return code
     except BcdError as err:
         print(f"bcd: error: {err}", file=sys.stderr)
         return 2
@@ -554,6 +563,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `bcd inspect MODEL | head`: the reader left, as with any Unix tool
+        _silence_stdout()
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by a closed pipe
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that Python's flush at exit does not raise a second time."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

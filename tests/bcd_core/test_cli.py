@@ -183,3 +183,16 @@ def test_research_knobs_stay_out_of_help_but_still_work() -> None:
         settings_from_args(chosen).diffusion_share == 0
         and settings_from_args(chosen).identity()["diffusion_share"] == 0
     )
+
+
+def test_a_reader_that_left_gets_no_traceback() -> None:
+    """`bcd inspect MODEL | head -1` where head has gone: bcd ends quietly, as Unix tools do."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bcd_core", "inspect", str(SAMPLE_MODEL)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    process.stdout.close()  # long before bcd has imported TVM: every write of its table fails
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 141, stderr
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr
