@@ -29,7 +29,7 @@ def describe_export(result: Any) -> str:
             verdict = "match" if check.matches else "DIFFER"
             text += (
                 f"\nonnxruntime: {check.onnxruntime.timing.describe()}\nOutputs {verdict} onnxruntime's "
-                f"(max abs error {check.max_abs_error:.3g})"
+                f"(max abs error {check.comparison.max_abs_error:.3g}, tolerance {check.comparison.tolerance:.3g})"
             )
     return text
 

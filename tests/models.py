@@ -189,3 +189,24 @@ def gelu_softmax(path: Path, tokens: int = 8, width: int = 16, hidden: int = 32)
         inits,
     )
     return _save(graph, path)
+
+
+def float16_mlp(path: Path, width: int = 256, depth: int = 3) -> Path:
+    """Float16 matmuls wide enough that TVM's float16 accumulation and onnxruntime's float32 one
+    end more than 1e-3 apart in the outputs (whose largest values are about 10-30)."""
+    rng = np.random.default_rng(0)
+    nodes, inits, current = [], [], "x"
+    for i in range(depth):
+        weight = rng.standard_normal((width, width)) * 2 / np.sqrt(width)
+        inits.append(numpy_helper.from_array(weight.astype(np.float16), f"w{i}"))
+        nodes.append(helper.make_node("MatMul", [current, f"w{i}"], [f"h{i}"]))
+        current = f"h{i}"
+    nodes.append(helper.make_node("Identity", [current], ["y"]))
+    graph = helper.make_graph(
+        nodes,
+        "float16_mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, width])],
+        inits,
+    )
+    return _save(graph, path)

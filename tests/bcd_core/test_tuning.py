@@ -77,7 +77,7 @@ def test_export_matches_onnxruntime(tuned, tiny_mlp: Path, tmp_path: Path, host)
     library = export_library(compile_tuned(database, imported.relax_mod, host), tmp_path / "tiny")
     assert library == tmp_path / "tiny.so" and library.is_file()
     report = check_library(library, imported.inputs, imported.onnx_model, runs=3)
-    assert report.matches, report.max_abs_error
+    assert report.matches, report.comparison
     # The check really compares: a different input gives different outputs.
     other = random_inputs(imported.inputs, seed=1)
     assert not np.allclose(run_onnxruntime(imported.onnx_model, other, runs=1).outputs[0], report.tvm.outputs[0])
@@ -163,7 +163,7 @@ def test_a_model_with_token_ids_is_measured_and_exported(tmp_path: Path, host) -
     database = SqliteDatabase(store, target_key(host))
     library = export_library(compile_tuned(database, imported.relax_mod, host), tmp_path / "embedding")
     report = check_library(library, imported.inputs, imported.onnx_model, runs=3)
-    assert report.matches, report.max_abs_error
+    assert report.matches, report.comparison
 
 
 @pytest.mark.slow
