@@ -44,6 +44,7 @@ def test_nan_and_infinity_agree_only_with_their_like() -> None:
     assert judged(reference.copy(), reference)
     assert not judged(np.array([0.0, np.inf, 1.0], np.float32), reference)
     assert not judged(np.array([np.nan, 1e30, 1.0], np.float32), reference)
+    assert compare_outputs([np.array([0.0, np.inf, 1.0], np.float32)], [reference]).max_abs_error == np.inf
     assert not judged(np.array([np.nan, np.inf, np.nan], np.float32), reference)
 
 
