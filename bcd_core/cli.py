@@ -252,8 +252,7 @@ def print_check(report: Any) -> int:
         return 0
     print(f"onnxruntime  {report.onnxruntime.timing.describe()}")
     verdict = "match" if report.matches else "DIFFER"
-    worst = report.comparison
-    print(f"outputs {verdict}: max abs error {worst.max_abs_error:.3g} (tolerance {worst.tolerance:.3g})")
+    print(f"outputs {verdict}: {report.comparison.describe()}")
     return 0 if report.matches else 1
 
 

@@ -196,6 +196,9 @@ class OutputComparison:
     def matches(self) -> bool:
         return self.excess <= 1
 
+    def describe(self) -> str:
+        return f"max abs error {self.max_abs_error:.3g} (tolerance {self.tolerance:.3g})"
+
 
 @dataclass
 class CheckReport:

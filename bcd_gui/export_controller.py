@@ -27,10 +27,9 @@ def describe_export(result: Any) -> str:
         text += f"\nTVM module: {check.tvm.timing.describe()}"
         if check.onnxruntime is not None:
             verdict = "match" if check.matches else "DIFFER"
-            worst = check.comparison
             text += (
                 f"\nonnxruntime: {check.onnxruntime.timing.describe()}\nOutputs {verdict} onnxruntime's\n"
-                f"max abs error {worst.max_abs_error:.3g} (tolerance {worst.tolerance:.3g})"
+                f"{check.comparison.describe()}"
             )
     return text
 

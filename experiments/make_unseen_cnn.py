@@ -21,8 +21,7 @@ BLOCKS = [(48, 24, 3, 2), (72, 24, 3, 1), (96, 40, 5, 2), (120, 40, 5, 1), (240,
 
 class Builder(GraphBuilder):
     def weight(self, shape: tuple[int, ...]) -> str:
-        fan_in = int(np.prod(shape[1:]))
-        return self.constant((self.rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32), "w")
+        return self.random_weight(shape, int(np.prod(shape[1:])))
 
     def conv(self, x: str, c_in: int, c_out: int, kernel: int, stride: int = 1, group: int = 1) -> str:
         w = self.weight((c_out, c_in // group, kernel, kernel))

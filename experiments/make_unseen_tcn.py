@@ -13,21 +13,17 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numpy as np
 from onnx_builder import GraphBuilder
 
 BANDS, FRAMES, WIDTH, DILATIONS, CLASSES = 40, 400, 64, (1, 2, 4, 8), 12
 
 
 class Builder(GraphBuilder):
-    def weight(self, shape: tuple[int, ...], fan_in: int) -> str:
-        return self.constant((self.rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32), "w")
-
     def conv1d(self, x: str, c_in: int, c_out: int, kernel: int, dilation: int = 1, stride: int = 1) -> str:
-        w = self.weight((c_out, c_in, kernel), c_in * kernel)
+        w = self.random_weight((c_out, c_in, kernel), c_in * kernel)
         pad = dilation * (kernel - 1) // 2
         return self.op(
-            "Conv", [x, w, self.weight((c_out,), c_in)], pads=[pad, pad], dilations=[dilation], strides=[stride]
+            "Conv", [x, w, self.random_weight((c_out,), c_in)], pads=[pad, pad], dilations=[dilation], strides=[stride]
         )
 
     def residual_block(self, x: str, dilation: int) -> str:
@@ -42,7 +38,8 @@ def build(path: Path) -> Path:
     for dilation in DILATIONS:
         x = b.residual_block(x, dilation)
     pooled = b.op("ReduceMean", [x], axes=[2], keepdims=0)
-    logits = b.op("Gemm", [pooled, b.weight((CLASSES, WIDTH), WIDTH), b.weight((CLASSES,), WIDTH)], transB=1)
+    weight, bias = b.random_weight((CLASSES, WIDTH), WIDTH), b.random_weight((CLASSES,), WIDTH)
+    logits = b.op("Gemm", [pooled, weight, bias], transB=1)
     return b.save(path, "unseen_tcn", logits, [1, BANDS, FRAMES], [1, CLASSES])
 
 

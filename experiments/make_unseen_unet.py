@@ -21,20 +21,17 @@ IMAGE, WIDTHS, CLASSES = 128, (16, 32, 64), 5
 
 
 class Builder(GraphBuilder):
-    def weight(self, shape: tuple[int, ...], fan_in: int) -> str:
-        return self.constant((self.rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32), "w")
-
     def conv(self, x: str, c_in: int, c_out: int, kernel: int = 3) -> str:
-        w = self.weight((c_out, c_in, kernel, kernel), c_in * kernel * kernel)
-        return self.op("Conv", [x, w, self.weight((c_out,), c_in)], pads=[kernel // 2] * 4)
+        w = self.random_weight((c_out, c_in, kernel, kernel), c_in * kernel * kernel)
+        return self.op("Conv", [x, w, self.random_weight((c_out,), c_in)], pads=[kernel // 2] * 4)
 
     def double_conv(self, x: str, c_in: int, c_out: int) -> str:
         h = self.op("Relu", [self.conv(x, c_in, c_out)])
         return self.op("Relu", [self.conv(h, c_out, c_out)])
 
     def transposed_up(self, x: str, c_in: int, c_out: int) -> str:
-        w = self.weight((c_in, c_out, 2, 2), c_in * 4)
-        return self.op("ConvTranspose", [x, w, self.weight((c_out,), c_in)], strides=[2, 2])
+        w = self.random_weight((c_in, c_out, 2, 2), c_in * 4)
+        return self.op("ConvTranspose", [x, w, self.random_weight((c_out,), c_in)], strides=[2, 2])
 
     def resized_up(self, x: str, c_in: int, c_out: int) -> str:
         scales = self.constant(np.array([1, 1, 2, 2], np.float32), "scales")

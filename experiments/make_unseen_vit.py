@@ -24,7 +24,7 @@ TOKENS = (IMAGE // PATCH) ** 2
 class Builder(GraphBuilder):
     def weight(self, shape: tuple[int, ...]) -> str:
         fan_in = int(np.prod(shape[:-1])) if len(shape) > 1 else shape[0]
-        return self.constant((self.rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32))
+        return self.random_weight(shape, fan_in, stem="c")
 
     def dense(self, x: str, n_in: int, n_out: int) -> str:
         return self.op("Add", [self.op("MatMul", [x, self.weight((n_in, n_out))]), self.weight((n_out,))])

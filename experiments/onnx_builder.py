@@ -28,6 +28,10 @@ class GraphBuilder:
         self.inits.append(numpy_helper.from_array(data, name))
         return name
 
+    def random_weight(self, shape: tuple[int, ...], fan_in: int, stem: str = "w") -> str:
+        """A float32 constant drawn from N(0, 1/fan_in), so that activations keep their scale."""
+        return self.constant((self.rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32), stem)
+
     def op(self, kind: str, inputs: list[str], **attrs: object) -> str:
         out = self.name(kind.lower())
         self.nodes.append(helper.make_node(kind, inputs, [out], **attrs))
