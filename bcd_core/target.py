@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from tvm.target import Target, codegen
 
+from bcd_core.cores import host_core_count
 from bcd_core.errors import TargetError
 
 HOST_ALIASES = {"", "llvm", "cpu", "host"}
 MAX_DETAIL_CHARS = 200  # of TVM's own explanation, which can list every option of a kind
-
-
-def host_core_count() -> int:
-    """Cores this process may use (respects CPU affinity, e.g. in containers)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return os.cpu_count() or 1
 
 
 def host_target(num_cores: int | None = None) -> Target:

@@ -11,11 +11,12 @@ from typing import Any
 
 from tvm.s_tir.schedule import Trace
 
+from bcd_core.cores import kernel_threads
 from bcd_core.errors import StoreError
 from bcd_core.memory.similar import RememberedTask, TaskLike, most_similar
 from bcd_core.records.database import SqliteDatabase, workload_shash
 from bcd_core.records.store import RecordStore
-from bcd_core.records.timing import WARM, session_timing
+from bcd_core.records.timing import WARM, session_timing, timing_difference, timing_for
 from bcd_core.target import describe_target, device_key, target_of_key
 
 Say = Callable[[str], None]  # where the memory's messages go (the session's log)
@@ -153,7 +154,7 @@ def sessions_on_target(
         if device_key(session["target_key"]) != device:
             reason = f"were tuned for {describe_target_key(session['target_key'])}, not for {target}"
         elif (timed := session_timing(session)) != timing:
-            reason = f"timed candidates with {timed} caches, this tune with {timing} ones"
+            reason = timing_difference(timed, timing)
         else:
             same.append(session["id"])
             continue
@@ -231,10 +232,17 @@ def recorded_memory(
 
 
 def preview_memory(
-    paths: Sequence[str], target_key: str, model_hash: str, tasks: Sequence[TaskLike], say: Say, timing: str = WARM
+    paths: Sequence[str],
+    target_key: str,
+    model_hash: str,
+    tasks: Sequence[TaskLike],
+    say: Say,
+    timing: str | None = None,
 ) -> TuningMemory | None:
-    """The memory a tune of `tasks` timed as `timing` says would draw on from the stores at
-    `paths` (read-only, for `bcd inspect --db`); nothing is recorded."""
+    """The memory a tune of `tasks` timed as `timing` says (by default as a tune started now
+    would be) would draw on from the stores at `paths` (read-only, for `bcd inspect --db`);
+    nothing is recorded."""
+    timing = timing or timing_for(WARM, target_key, kernel_threads())
     sources = {}
     for path in paths:
         label = str(Path(path).resolve())

@@ -3,8 +3,10 @@
 On CPUs a tune may time candidates with their weights flushed from the caches
 (`--cpu-cache flushed`, TuneSettings.cpu_cache, tuning/cache_flush.py) or warm, as stock
 MetaSchedule does and as sessions stored before the option did; warm reads faster (MobileNetV2's
-best programs: 8.9 ms summed warm, 11.2 ms flushed). Records of a session timed one way never rank
-against records timed the other way: not in a search's seeds, not in diffusion, not in export's
+best programs: 8.9 ms summed warm, 11.2 ms flushed). And it runs kernels on a number of threads
+(TuneSettings.kernel_threads, bcd_core/cores.py); sessions stored before that was recorded ran
+on TVM's default, on x86 half the logical CPUs. Records of a session timed one way never rank
+against records timed another way: not in a search's seeds, not in diffusion, not in export's
 choice of each task's best program, not in the tuning memory.
 """
 
@@ -19,13 +21,40 @@ WARM = "warm"
 FLUSHED = "flushed"
 
 
-def timing_for(cpu_cache: str, target_key: str) -> str:
-    """GPU candidates are never flushed, whatever the setting says."""
+THREADS_MARK = " x"  # "warm x2": warm caches, kernels on 2 threads
+TVM_DEFAULT_THREADS = 0  # sessions stored before the thread count was: TVM's default
+
+
+def timing_for(cpu_cache: str, target_key: str, kernel_threads: int = TVM_DEFAULT_THREADS) -> str:
+    """GPU candidates are never flushed, and their kernels are not CPU threads."""
     target = target_of_key(target_key)
-    return WARM if target is not None and is_gpu(target) else cpu_cache
+    if target is not None and is_gpu(target):
+        return WARM
+    return f"{cpu_cache}{THREADS_MARK}{kernel_threads}" if kernel_threads else cpu_cache
+
+
+def flushes_caches(cpu_cache: str, target_key: str) -> bool:
+    return timing_for(cpu_cache, target_key).startswith(FLUSHED)
 
 
 def session_timing(session: dict[str, Any]) -> str:
-    """Sessions stored before the option timed warm."""
-    stored = json.loads(session["settings"] or "{}").get("cpu_cache", WARM)
-    return timing_for(stored, session["target_key"])
+    """Sessions stored before the options timed warm, on TVM's default threads."""
+    stored = json.loads(session["settings"] or "{}")
+    return timing_for(
+        stored.get("cpu_cache", WARM), session["target_key"], stored.get("kernel_threads", TVM_DEFAULT_THREADS)
+    )
+
+
+def timing_difference(theirs: str, ours: str) -> str:
+    """How a session timed otherwise than this tune does, in words."""
+    their_cache, _, their_threads = theirs.partition(THREADS_MARK)
+    our_cache, _, our_threads = ours.partition(THREADS_MARK)
+    if their_cache != our_cache:
+        return f"timed candidates with {their_cache} caches, this tune with {our_cache} ones"
+
+    def threads(count: str) -> str:
+        if not count:
+            return "TVM's default threads"
+        return "1 thread" if count == "1" else f"{count} threads"
+
+    return f"ran kernels on {threads(their_threads)}, this tune on {threads(our_threads)}"

@@ -131,6 +131,7 @@ OPTIONS: tuple[Option, ...] = (
         choices=CPU_CACHE_MODES,
         identity_of=ALL_STRATEGIES,
     ),
+    Option("kernel_threads", Level.INTERNAL, identity_of=ALL_STRATEGIES),
     Option(
         "diffusion_share",
         Level.RESEARCH,

@@ -268,7 +268,9 @@ class TuningRun:
         self.settings = settings
         self.listeners = list(listeners)
         self.target_key = target_key(self.target)
-        self.database = SqliteDatabase(store, self.target_key, timing=timing_for(settings.cpu_cache, self.target_key))
+        self.database = SqliteDatabase(
+            store, self.target_key, timing=timing_for(settings.cpu_cache, self.target_key, settings.kernel_threads)
+        )
         self._process_start = started_at if started_at is not None else time.perf_counter()
         self.session_id, self.resumed = self._open_session(new_session, resume_session_id)
         self.session = store.session(self.session_id)

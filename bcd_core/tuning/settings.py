@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from typing import Any
 
+from bcd_core.cores import kernel_threads as current_kernel_threads
+from bcd_core.records.timing import TVM_DEFAULT_THREADS
 from bcd_core.tuning.options import (
     CLUSTER_MODES,
     CPU_CACHE_MODES,
@@ -45,6 +47,7 @@ IDENTITY_ADDED_LATER: dict[str, dict[str, Any]] = {
         "cpu_cache": "warm",
         "serial_twins": "off",
         "memory_first_round": "after",
+        "kernel_threads": TVM_DEFAULT_THREADS,
     },
     PHASED: {
         "representative_rule": "similar",
@@ -53,8 +56,9 @@ IDENTITY_ADDED_LATER: dict[str, dict[str, Any]] = {
         "late_cost_model": "shared",
         "math": "exact",
         "cpu_cache": "warm",
+        "kernel_threads": TVM_DEFAULT_THREADS,
     },
-    STOCK: {"math": "exact", "cpu_cache": "warm"},
+    STOCK: {"math": "exact", "cpu_cache": "warm", "kernel_threads": TVM_DEFAULT_THREADS},
 }
 IDENTITY_BEFORE_KEYS = IDENTITY_ADDED_LATER[PHASED]
 CPU_BUILDER_TIMEOUT_S = 10.0
@@ -92,6 +96,9 @@ class TuneSettings:
     # 1.04-1.29x warm), but the models it tunes are no faster and each trial costs 3-9 % more
     # (docs/benchmarks.md), so warm stays the default.
     cpu_cache: str = DEFAULT_CPU_CACHE
+    # Threads TVM runs kernels on in this process (bcd_core/cores.py); records timed on other
+    # thread counts do not compare (records/timing.py).
+    kernel_threads: int = field(default_factory=current_kernel_threads)
     # Search and measurement knobs (not part of a session's identity).
     population_size: int = 128
     init_min_unmeasured: int = 32

@@ -329,6 +329,26 @@ def test_tunes_timed_with_other_caches_are_never_drawn_on(tmp_path: Path) -> Non
     assert sessions_on_target(store, key, "warm", "new", "", messages.append) == [1, 3]
 
 
+def test_tunes_whose_kernels_ran_on_other_thread_counts_are_never_drawn_on(tmp_path: Path) -> None:
+    """A program timed on one thread reads slower than on two: sessions stored before the
+    thread count was recorded (TVM's default) and sessions on other counts are not memory."""
+    from bcd_core.memory.recall import sessions_on_target
+    from bcd_core.records.timing import timing_for
+
+    store = RecordStore(tmp_path / "store.db")
+    key = target_key(host_target())
+    for model, settings in (("a", {}), ("b", {"kernel_threads": 1}), ("c", {"kernel_threads": 2})):
+        store.create_session(
+            model_path=f"{model}.onnx", model_hash=model, target="t", target_key=key, strategy="bcd", settings=settings
+        )
+    messages: list[str] = []
+    assert sessions_on_target(store, key, timing_for("warm", key, 2), "new", "", messages.append) == [3]
+    assert messages == [
+        "memory: 1 session(s) in this store ran kernels on TVM's default threads, this tune on 2 threads; not used",
+        "memory: 1 session(s) in this store ran kernels on 1 thread, this tune on 2 threads; not used",
+    ]
+
+
 def test_a_cpus_tunes_are_never_drawn_on_for_another_cpu_model(tmp_path: Path) -> None:
     """On a CPU the whole target decides how a kernel runs: a tune for another `mcpu` (same
     core count) is not memory, and the tune says for what it was made."""
