@@ -33,6 +33,11 @@ def kernel_threads() -> int:
                 return max(int(value), 1)
             except ValueError:
                 return 1  # TVM's atoi reads a word as 0, then runs on one thread
+    return tvm_default_threads()
+
+
+def tvm_default_threads() -> int:
+    """What TVM runs kernels on when nothing says otherwise."""
     return max(host_core_count() // 2, 1) if _is_x86() else host_core_count()
 
 

@@ -22,6 +22,7 @@ from tvm.target import Target
 
 from bcd_core import __version__
 from bcd_core.clustering import Cluster, cluster_of, cluster_tasks
+from bcd_core.cores import kernel_threads, tvm_default_threads
 from bcd_core.cost_model.metrics import batch_metrics
 from bcd_core.cost_model.phased import python_model
 from bcd_core.errors import BcdError, StoreError
@@ -34,8 +35,8 @@ from bcd_core.records.store import (
     RecordStore,
     TrialRow,
 )
-from bcd_core.records.timing import timing_for
-from bcd_core.target import describe_target, target_key
+from bcd_core.records.timing import TVM_DEFAULT_THREADS, timing_for
+from bcd_core.target import describe_target, is_gpu, target_key, target_of_key
 from bcd_core.tasks import Task, extract_tasks
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import (
@@ -106,6 +107,21 @@ def _seconds(values: Any) -> list[float]:
     return [float(getattr(v, "value", v)) for v in values]
 
 
+def check_same_kernel_threads(session: dict[str, Any], stored: dict[str, Any]) -> None:
+    """Refuse to add trials timed on another thread count to a CPU session's (records/timing.py)."""
+    target = target_of_key(session["target_key"])
+    if target is None or is_gpu(target):
+        return
+    recorded = int(stored.get("kernel_threads", TVM_DEFAULT_THREADS))
+    ran_on = recorded or tvm_default_threads()  # stored before bcd set the count: TVM's default
+    if kernel_threads() != ran_on:
+        raise StoreError(
+            f"session {session['id']} ran its kernels on {ran_on} thread(s), this process runs them on "
+            f"{kernel_threads()}: its new trials would not compare with its old ones; resume it with "
+            f"TVM_NUM_THREADS={ran_on} in the environment, or {NEW_SESSION_ADVICE}"
+        )
+
+
 def check_resumable(session: dict[str, Any], imported: ImportedModel, key: str, settings: TuneSettings) -> None:
     """Refuse to continue a session whose model, target, settings or tool version changed:
     its records would be mixed with measurements of something else."""
@@ -129,6 +145,7 @@ def check_resumable(session: dict[str, Any], imported: ImportedModel, key: str, 
             f"session {sid} was tuned with other settings ({session['strategy']}, {session['settings']}); "
             f"resume it with its own settings, or {NEW_SESSION_ADVICE}"
         )
+    check_same_kernel_threads(session, stored)
     if session["tool_version"] != __version__:
         raise StoreError(
             f"session {sid} was written by bcd {session['tool_version']}, this is bcd {__version__}; its search "

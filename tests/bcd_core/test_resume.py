@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from store_helpers import committed_trials
 
+from bcd_core.cores import kernel_threads
 from bcd_core.records.store import RecordStore
 
 
@@ -116,9 +117,9 @@ def test_resume_refuses_a_session_whose_model_or_target_changed(tiny_convnet: Pa
     assert first.returncode == 0, first.stderr
     before = committed_trials(db)
 
-    def resume(model: Path, *extra: str) -> subprocess.CompletedProcess:
+    def resume(model: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         command = [sys.executable, "-m", "bcd_core", "tune", str(model), "--db", str(db), "--resume", "1", *extra]
-        return subprocess.run(command, capture_output=True, text=True, timeout=600)
+        return subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
 
     other_model = resume(tiny_mlp)
     assert other_model.returncode == 2
@@ -126,6 +127,11 @@ def test_resume_refuses_a_session_whose_model_or_target_changed(tiny_convnet: Pa
     other_target = resume(tiny_convnet, "--target", '{"kind": "llvm", "num-cores": 1}')
     assert other_target.returncode == 2
     assert "session 1 was tuned for target" in other_target.stderr and "--target" in other_target.stderr
+    cores = str(kernel_threads())  # what the first tune's process inherited from this one
+    other_threads = resume(tiny_convnet, env=os.environ | {"TVM_NUM_THREADS": str(kernel_threads() + 1)})
+    assert other_threads.returncode == 2
+    assert f"ran its kernels on {cores} thread(s)" in other_threads.stderr
+    assert f"TVM_NUM_THREADS={cores}" in other_threads.stderr
     assert committed_trials(db) == before  # refusing touched nothing
 
     store = RecordStore(db)
