@@ -33,10 +33,6 @@ def timing_for(cpu_cache: str, target_key: str, kernel_threads: int = TVM_DEFAUL
     return f"{cpu_cache}{THREADS_MARK}{kernel_threads}" if kernel_threads else cpu_cache
 
 
-def flushes_caches(cpu_cache: str, target_key: str) -> bool:
-    return timing_for(cpu_cache, target_key).startswith(FLUSHED)
-
-
 def session_timing(session: dict[str, Any]) -> str:
     """Sessions stored before the options timed warm, on TVM's default threads."""
     stored = json.loads(session["settings"] or "{}")

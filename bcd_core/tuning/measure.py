@@ -5,7 +5,7 @@ from __future__ import annotations
 from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
 
-from bcd_core.records.timing import flushes_caches
+from bcd_core.records.timing import FLUSHED, timing_for
 from bcd_core.target import host_core_count, is_gpu, target_key
 from bcd_core.tuning.arguments import local_arguments
 from bcd_core.tuning.builder import PooledBuilder
@@ -23,7 +23,7 @@ def make_builder(settings: TuneSettings, target: Target) -> PooledBuilder:
 
 def times_flushed(settings: TuneSettings, target: Target) -> bool:
     """Whether candidates are timed with cold caches (cache_flush.py): CPUs only."""
-    return flushes_caches(settings.cpu_cache, target_key(target))
+    return timing_for(settings.cpu_cache, target_key(target)) == FLUSHED
 
 
 def evaluator_config(settings: TuneSettings, flushed: bool) -> ms.runner.EvaluatorConfig:
