@@ -343,9 +343,10 @@ def _pairs(comparison: Comparison) -> str:
     reached = sorted(s for s in comparison.pair_speedups if s)
     if not reached:
         return f"0/{len(comparison.pair_speedups)}"
+    # Pairs that never reach count as 0 so the median says "never" when most of them never do.
     middle = statistics.median([s or 0.0 for s in comparison.pair_speedups])
     count = f"{comparison.reached}/{len(comparison.pair_speedups)}"
-    return f"{count}, median {middle:.2f}x ({reached[0]:.2f}-{reached[-1]:.2f}x)"
+    return f"{count}, median {_speed(middle or None)} ({reached[0]:.2f}-{reached[-1]:.2f}x)"
 
 
 def _ratio(value: float | None) -> str:

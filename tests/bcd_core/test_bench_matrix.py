@@ -54,6 +54,13 @@ def test_speedups_come_from_the_mean_curves_and_from_every_cross_pair() -> None:
     assert "| m | bcd | 2.0" in table and "2/4, median" in table and "bcd bench m.onnx --seeds 2" in table
 
 
+def test_a_cross_pair_median_that_most_pairs_never_reach_reads_never() -> None:
+    stock = [run("metaschedule", 0, [(10.0, 5.0), (40.0, 3.0)]), run("metaschedule", 1, [(10.0, 5.0), (40.0, 2.0)])]
+    fast = [run("bcd", 0, [(10.0, 4.0), (20.0, 2.5)]), run("bcd", 1, [(10.0, 4.0)])]
+    matrix = Matrix("llvm", 8, 4, 2, 2, "bcd bench m.onnx --seeds 2", [ModelMatrix("m.onnx", stock + fast, 1.0)])
+    assert "1/4, median never (2.00-2.00x)" in markdown_table(matrix)
+
+
 @pytest.mark.slow
 def test_bench_with_seeds_writes_a_matrix_of_runs(tiny_mlp: Path, tmp_path: Path) -> None:
     out = tmp_path / "matrix"
