@@ -1,6 +1,6 @@
 """`bcd bench`: stock MetaSchedule vs BCD on the same model, target and budget.
 
-Reports the paper's metric (bcd-algorithm.md section 7): the baseline's final estimated
+Reports the paper's metric: the baseline's final estimated
 latency L_b, the time t_b it first reached it, the time t_d BCD first reached L_b, and
 speedup = t_b / t_d; plus both final estimates, both compiled models' measured latency and
 onnxruntime's on the same input with the same thread count. The two strategies use separate

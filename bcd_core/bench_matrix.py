@@ -5,8 +5,7 @@ N-1, taken in turns so that a slow spell of the machine falls on both sides), ea
 store. What it reports per model and strategy, against the stock runs:
 - the mean-curve speedup: the mean of the stock runs' estimated latency over time and of the
   strategy's runs; when the strategy's mean first reaches stock's final mean estimate,
-  against when stock's mean did (bcd-algorithm.md section 7 on means), in wall time and in
-  measured trials;
+  against when stock's mean did, in wall time and in measured trials;
 - every cross pair (each stock run against each run of the strategy): median and range of
   the speedup where reached, and how many reached;
 - final mean estimates, the time to the first full estimate (every task measured once:
@@ -37,6 +36,7 @@ from bcd_core.bench import (
 )
 from bcd_core.errors import MissingRecordError
 from bcd_core.export import compile_tuned, export_library
+from bcd_core.formatting import format_ms
 from bcd_core.memory.recall import MemoryRequest
 from bcd_core.model_import import load_onnx, random_inputs, static_inputs
 from bcd_core.session_view import session_timeline, session_trial_timeline
@@ -289,7 +289,7 @@ def write_matrix(matrix: Matrix, out_dir: Path) -> Path:
     return path
 
 
-COLORS = {"metaschedule": "#7f7f7f", "bcd": "#1f77b4", "bcd-phased": "#ff7f0e"}
+COLORS = {"metaschedule": "#7f7f7f", "bcd": "#1f77b4"}
 
 
 def strategy_label(strategy: str, matrix: Matrix) -> str:
@@ -335,10 +335,6 @@ def _speed(value: float | None) -> str:
     return "never" if value is None else f"{value:.2f}x"
 
 
-def _ms(seconds: float | None) -> str:
-    return "n/a" if seconds is None else f"{seconds * 1e3:.3f}"
-
-
 def _pairs(comparison: Comparison) -> str:
     reached = sorted(s for s in comparison.pair_speedups if s)
     if not reached:
@@ -378,7 +374,8 @@ def markdown_table(matrix: Matrix) -> str:
         for c in model.comparisons():
             lines.append(
                 f"| {Path(model.model).stem} | {strategy_label(c.strategy, matrix)} | {_speed(c.mean_speedup)} | "
-                f"{_speed(c.mean_trial_speedup)} | {_pairs(c)} | {_ms(c.final_mean_s)} ({_ms(c.baseline_final_mean_s)})"
+                f"{_speed(c.mean_trial_speedup)} | {_pairs(c)} | "
+                f"{format_ms(c.final_mean_s)} ({format_ms(c.baseline_final_mean_s)})"
                 f" | {_ratio(c.final_ratio)} | {_first(c)} | {_ratio(c.trial_cost_ratio)} | {_measured(c)} | "
                 f"{'n/a' if model.onnxruntime_ms is None else f'{model.onnxruntime_ms:.3f}'} |"
             )

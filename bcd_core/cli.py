@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bcd_core import __version__
+from bcd_core.cli_steer import TASK_TABLE_HEADERS, add_steer_command, task_table_rows
 from bcd_core.errors import BcdError
 from bcd_core.formatting import format_duration, format_latency
 from bcd_core.timing import RUNS
@@ -24,6 +25,7 @@ from bcd_core.tuning.settings import TuneSettings
 
 if TYPE_CHECKING:
     from bcd_core.inspect_view import Inspection
+    from bcd_core.tuning.continuation import SessionDecision
 
 TUNE_DEFAULTS = TuneSettings()
 
@@ -101,16 +103,7 @@ class ProgressBar:
 def cmd_inspect(args: argparse.Namespace) -> int:
     from bcd_core.inspect_view import inspect_model, inspection_json
 
-    inspection = inspect_model(
-        args.model,
-        args.target,
-        args.input_shape,
-        args.representative_rule,
-        args.split_heavier_than,
-        args.db or (),
-        math=args.math,
-        memory_first_round=args.memory_first_round,
-    )
+    inspection = inspect_model(args.model, args.target, args.input_shape, args.db or (), args.math, args.layout)
     if args.json:
         print(json.dumps(inspection_json(inspection), indent=2))
     else:
@@ -180,20 +173,44 @@ def memory_request(args: argparse.Namespace) -> Any:
     return MemoryRequest(enabled=not getattr(args, "no_memory", False), stores=tuple(args.memory or ()))
 
 
+def session_decision(args: argparse.Namespace, db_path: Path, key: str, settings: TuneSettings) -> SessionDecision:
+    """The engine's decision (tuning/continuation.py): continue which session, or a new one."""
+    from bcd_core.model_import import file_sha256
+    from bcd_core.tuning.continuation import decide_in, wish_of
+
+    try:
+        model_hash = file_sha256(Path(args.model))
+    except OSError:  # missing or unreadable: the tune fails on it, saying why
+        model_hash = ""
+    return decide_in(db_path, model_hash, key, settings, wish_of(args.new_session, args.resume), args.resume)
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
-    from bcd_core.target import parse_target
+    from bcd_core.target import parse_target, target_key
     from bcd_core.tuning.tune import run_session
 
+    if args.new_session and args.resume is not None:
+        raise BcdError("--new-session starts a session and --resume continues one: give one of them")
     settings = settings_from_args(args)
     target = parse_target(args.target)
     db_path = Path(args.db) if args.db else default_db_path(args.model)
     print(f"records: {db_path}", file=sys.stderr)
     if args.resume is not None:  # that session's own settings; model and target must still match
         from bcd_core.records.store import RecordStore
-        from bcd_core.tuning.session import settings_of_session
+        from bcd_core.tuning.run import settings_of_session
 
         with closing(RecordStore(db_path, create=False)) as store:
             settings = settings_of_session(store.session(args.resume), settings)
+    decision = session_decision(args, db_path, target_key(target), settings)
+    # The same command again after it completed: said, not tuned again. (That session matched the
+    # model, target and settings; a named one is checked by the engine before it says so.)
+    if not decision.tunes and args.resume is None:
+        print(f"{decision.reason}; `bcd tune --new-session` starts another", file=sys.stderr)
+        if args.out:
+            return export_session(db_path, decision.session_id, Path(args.out), args.model, check=not args.no_check)
+        return 0
+    if decision.tunes:
+        print(decision.reason, file=sys.stderr)
     control = TuningControl()
     previous = signal.signal(signal.SIGINT, _graceful_interrupt(control))
     try:
@@ -355,6 +372,11 @@ def cmd_db(args: argparse.Namespace) -> int:
         store = RecordStore(args.db, create=False)
         count = export_json(store, args.directory)
         print(f"exported {count} records from {args.db} to {args.directory}")
+    elif args.db_command == "tasks":
+        with closing(RecordStore(args.db, create=False)) as store:
+            session, rows = task_table_rows(store, args.session)
+        print(f"session {session['id']}: {session['model_name']}, {session['strategy']}, {session['status']}")
+        print(table(TASK_TABLE_HEADERS, rows))
     else:
         store = RecordStore(args.db, create=False)
         rows = [
@@ -386,7 +408,7 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
 
 def _add_option(parser: argparse.ArgumentParser, option: Option) -> None:
     """One row of the options table as an argument; research options are accepted but hidden
-    (experiments/README.md documents them)."""
+    (docs/reference.md lists them)."""
     default = getattr(TUNE_DEFAULTS, option.field)
     kwargs: dict[str, Any] = {"dest": option.field, "default": default, "metavar": option.metavar}
     if option.choices:
@@ -409,7 +431,7 @@ def _add_inspect_command(sub: Any) -> None:
     inspect = sub.add_parser("inspect", help="list a model's tuning tasks and clusters")
     inspect.add_argument("model")
     _add_model_options(inspect)
-    _add_tuning_options(inspect, "representative_rule", "split_heavier_than", "math", "memory_first_round")
+    _add_tuning_options(inspect, "math", "layout")
     inspect.add_argument(
         "--db",
         action="append",
@@ -426,9 +448,18 @@ def _add_tune_command(sub: Any) -> None:
     _add_model_options(tune)
     _add_tuning_options(tune)
     tune.add_argument("--db", help="records database (default runs/MODEL.db)")
-    tune.add_argument("--new-session", action="store_true", help="start over instead of resuming")
     tune.add_argument(
-        "--resume", type=int, metavar="SESSION", help="continue this session (its settings; same model and target)"
+        "--new-session",
+        action="store_true",
+        help="start a new session instead of continuing the newest one with these settings "
+        "(a completed one is not tuned again without this)",
+    )
+    tune.add_argument(
+        "--resume",
+        type=int,
+        metavar="SESSION",
+        help="continue this session (its settings; same model and target); a completed one "
+        "tunes the tasks skipped in it before a measurement",
     )
     tune.add_argument(
         "--memory",
@@ -455,7 +486,7 @@ def _add_bench_command(sub: Any) -> None:
     bench.add_argument(
         "--strategies",
         default="bcd",
-        help="strategies to compare with stock MetaSchedule, comma-separated (e.g. bcd,bcd-phased)",
+        help="strategies to compare with stock MetaSchedule, comma-separated (bcd, the default)",
     )
     bench.add_argument(
         "--memory",
@@ -519,6 +550,9 @@ def _add_db_command(sub: Any) -> None:
         cmd.add_argument("directory", help="folder with database_workload.json and database_tuning_record.json")
     sessions = db_sub.add_parser("sessions", help="list the sessions in a store")
     sessions.add_argument("--db", required=True)
+    tasks = db_sub.add_parser("tasks", help="list a session's tasks: index, name, cluster, status, trials")
+    tasks.add_argument("--db", required=True)
+    tasks.add_argument("--session", type=int, help="session id (default: the newest)")
     db.set_defaults(func=cmd_db)
 
 
@@ -534,6 +568,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report_command(sub)
     _add_check_and_run_commands(sub)
     _add_db_command(sub)
+    add_steer_command(sub)
     return parser
 
 

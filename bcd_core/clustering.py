@@ -1,7 +1,6 @@
-"""Group tasks that can share schedules, and pick each group's representative.
-
-Pure functions over plain task descriptions (bcd-algorithm.md sections 1-2).
-"""
+"""Group tasks that can share schedules, and pick each group's representative: the task most
+similar to the others (mean cosine similarity of their buffer shapes), tuned first so that its
+programs can be diffused into the rest. Pure functions over plain task descriptions."""
 
 from __future__ import annotations
 
@@ -19,12 +18,9 @@ class ClusterMode(StrEnum):
     LOOSE_SKETCH = "loose-sketch"  # sketch, ignoring inlined element-wise blocks (epilogues)
 
 
-class RepresentativeRule(StrEnum):
-    SIMILAR = "similar"  # bcd-algorithm.md section 2: the most similar to the others
-    HEAVIEST = "heaviest"  # the largest share of the model's work (FLOPs x weight)
-
-
-HEAVY_PREFIX = "heavy:"  # the key of a member split off for being much heavier than its representative
+# The key of a member that an earlier version split off for being much heavier than its
+# representative: stores may hold such clusters.
+HEAVY_PREFIX = "heavy:"
 
 
 class TaskLike(Protocol):
@@ -94,30 +90,17 @@ def choose_representative(shape_lists: Sequence[Sequence[Sequence[int]]], flops:
     return min(range(count), key=lambda i: (-scores[i], -flops[i], i))
 
 
-def heaviest(work: Sequence[float]) -> int:
-    """Position of the task with the most work (FLOPs x weight); ties go to the first."""
-    if not work:
-        raise ValueError("cannot choose a representative of an empty cluster")
-    return min(range(len(work)), key=lambda i: (-work[i], i))
-
-
 def cluster_tasks(
     tasks: Sequence[TaskLike],
     mode: ClusterMode | str,
     moved: dict[int, str] | None = None,
     representative_overrides: dict[str, int] | None = None,
-    rule: RepresentativeRule | str = RepresentativeRule.SIMILAR,
-    split_heavier_than: float = 0.0,
 ) -> list[Cluster]:
     """Clusters in priority order (descending FLOPs x weight of the whole cluster).
 
     `moved` maps a task index to the key of the cluster the user put it in (a fresh key
-    makes it a singleton); `representative_overrides` maps a cluster key to a task index;
-    `rule` picks the other representatives. With `split_heavier_than` R > 0, a member with
-    more than R times its representative's work becomes a singleton (key `heavy:<index>`)
-    unless the user moved it: a few trials of a much smaller task are a poor prior for it.
+    makes it a singleton); `representative_overrides` maps a cluster key to a task index.
     """
-    rule = RepresentativeRule(rule)
     moved = moved or {}
     overrides = representative_overrides or {}
     groups: dict[str, list[TaskLike]] = {}
@@ -129,21 +112,9 @@ def cluster_tasks(
         indices = [t.index for t in members]
         if key in overrides and overrides[key] in indices:
             return overrides[key]
-        if rule is RepresentativeRule.HEAVIEST:
-            return indices[heaviest([work(t) for t in members])]
         return indices[choose_representative([t.shapes for t in members], [t.flops for t in members])]
 
     representatives = {key: pick_representative(key, members) for key, members in groups.items()}
-    if split_heavier_than > 0:
-        by_index = {t.index: t for t in tasks}
-        for key, members in list(groups.items()):
-            representative = representatives[key]
-            limit = split_heavier_than * work(by_index[representative])
-            heavy = [t for t in members if t.index not in (representative, *moved) and work(t) > limit]
-            for task in heavy:
-                members.remove(task)
-                groups[f"{HEAVY_PREFIX}{task.index}"] = [task]
-                representatives[f"{HEAVY_PREFIX}{task.index}"] = task.index
 
     def cost(members: list[TaskLike]) -> float:
         return sum(work(t) for t in members)

@@ -1,5 +1,5 @@
 """Diffusion: turn a representative's best programs into valid programs for a member whose
-loop extents differ (bcd-algorithm.md section 4).
+loop extents differ (docs/design.md, "Diffusion").
 
 The member's own sketch (the one whose structure matches the prior's) is replayed with the
 prior's sampling decisions, remapped: tile sizes adapted to the member's extents, categorical

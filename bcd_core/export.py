@@ -20,7 +20,7 @@ from bcd_core.model_import import InputSpec, MathMode, file_sha256, import_model
 from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.states import TaskStatus
 from bcd_core.records.store import RecordStore
-from bcd_core.records.timing import session_timing
+from bcd_core.records.timing import session_layout, session_timing
 from bcd_core.target import host_core_count, is_gpu, target_key
 from bcd_core.tasks import extract_tasks
 from bcd_core.timing import RUNS, Timing, time_in_turns, time_runs
@@ -325,7 +325,9 @@ def export_tuned_session(
     model_path = session_model_path(session, model)
     target = session_target(session)
     progress(0, EXPORT_STEPS, f"importing {model_path.name}")
-    imported = import_model(model_path, session_input_shapes(session), session_math(session))
+    imported = import_model(
+        model_path, session_input_shapes(session), session_math(session), session_layout(session), target
+    )
     database = SqliteDatabase(store, target_key(target), timing=session_timing(session))
     progress(1, EXPORT_STEPS, "compiling the tuned model")
     skipped = [row["name"] for row in store.tasks(session_id) if row["status"] == TaskStatus.SKIPPED]

@@ -21,6 +21,11 @@ def format_latency(seconds: float | None) -> str:
     return f"{seconds * 1e6:.1f} us"
 
 
+def format_ms(seconds: float | None, digits: int = 3, missing: str = "n/a") -> str:
+    """A latency as a bare number of milliseconds, for tables whose column names the unit."""
+    return missing if seconds is None else f"{seconds * 1e3:.{digits}f}"
+
+
 def format_flops(flops: float) -> str:
     for unit, scale in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
         if flops >= scale:

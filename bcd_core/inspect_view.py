@@ -22,8 +22,7 @@ from bcd_core.memory.similar import RememberedTask
 from bcd_core.model_import import InputSpec, import_model, parse_input_shapes
 from bcd_core.target import describe_target, parse_target, target_key
 from bcd_core.tasks import Task, extract_tasks
-from bcd_core.tuning.options import MEMORY_FIRST_ROUNDS
-from bcd_core.tuning.settings import DEFAULT_CLUSTER_MODE, DEFAULT_MATH, TuneSettings
+from bcd_core.tuning.settings import DEFAULT_CLUSTER_MODE, DEFAULT_LAYOUT, DEFAULT_MATH, TuneSettings
 
 # Coarsest key first, so the table reads from operator kind down to design-space detail.
 INSPECT_MODES = ("operator", "loose-sketch", "sketch")
@@ -45,64 +44,49 @@ TABLE_HEADERS = (
 class Inspection:
     model: str
     target: Target
-    representative_rule: str
-    split_heavier_than: float
     inputs: list[InputSpec]
     tasks: list[Task]
     by_mode: dict[str, list[Cluster]]  # clusters of every mode in INSPECT_MODES, in that order
     elapsed_s: float
     memory: TuningMemory | None = None  # what a tune would draw on from the stores named with --db
     memory_notes: list[str] = field(default_factory=list)  # why some sessions are not drawn on
-    memory_first_round: str = MEMORY_FIRST_ROUNDS[0]  # when a cluster member draws on memory
 
 
 def inspect_model(
     model: str,
     target_spec: str,
     input_shape: list[str] | None,
-    rule: str,
-    split_heavier_than: float,
     memory_stores: Sequence[str] = (),
     math: str = DEFAULT_MATH,
-    memory_first_round: str = MEMORY_FIRST_ROUNDS[0],
+    layout: str = DEFAULT_LAYOUT,
 ) -> Inspection:
     """Import the model (erf, exp, tanh, softmax as `math` says, as a tune would), extract its
     tasks and cluster them in every mode; with `memory_stores`, also find what each task would
-    draw on from earlier tunes there, and when (`memory_first_round`, as a tune would)."""
+    draw on from earlier tunes there, and when, as a tune would."""
     start = time.perf_counter()
     try:  # the tuner's own checks of these settings, before the model is imported
-        TuneSettings(
-            representative_rule=rule,
-            split_heavier_than=split_heavier_than,
-            math=math,
-            memory_first_round=memory_first_round,
-        )
+        TuneSettings(math=math, layout=layout)
     except ValueError as err:
         raise BcdError(str(err)) from err
     target = parse_target(target_spec)
-    imported = import_model(model, parse_input_shapes(input_shape), math)
+    imported = import_model(model, parse_input_shapes(input_shape), math, layout, target)
     tasks = extract_tasks(imported.relax_mod, target)
-    by_mode = {
-        mode: cluster_tasks(tasks, mode, rule=rule, split_heavier_than=split_heavier_than) for mode in INSPECT_MODES
-    }
+    by_mode = {mode: cluster_tasks(tasks, mode) for mode in INSPECT_MODES}
     notes: list[str] = []
     memory = (
-        preview_memory(memory_stores, target_key(target), imported.sha256, tasks, notes.append)
+        preview_memory(memory_stores, target_key(target), imported.sha256, tasks, notes.append, layout=layout)
         if memory_stores
         else None
     )
     return Inspection(
         model=model,
         target=target,
-        representative_rule=rule,
-        split_heavier_than=split_heavier_than,
         inputs=imported.inputs,
         tasks=tasks,
         by_mode=by_mode,
         elapsed_s=time.perf_counter() - start,
         memory=memory,
         memory_notes=notes,
-        memory_first_round=memory_first_round,
     )
 
 
@@ -141,22 +125,19 @@ def remembered(inspection: Inspection, task: Task) -> list[RememberedTask]:
 
 
 class MemoryWhen:
-    """When a BCD tune hands a task programs from memory (tuning/seeded.py `diffused`): an
+    """When a BCD tune hands a task programs from memory (tuning/bcd/plan.py `diffused`): an
     earlier tune of the very workload always first; a cluster's first task in its first round;
-    a later task of a cluster in its first round too, beside its cluster-mates' programs
-    (memory_first_round swap or beside), or only once they are too few (after)."""
+    a later task of a cluster in its first round too, beside its cluster-mates' programs."""
 
     SAME_WORKLOAD = "same-workload"
     FIRST_ROUND = "first-round"  # a cluster's first task (its representative) or a task alone
     BESIDE_CLUSTER = "beside-cluster"  # in its first round, beside its cluster-mates' programs
-    AFTER_CLUSTER = "after-cluster"  # only if its cluster-mates have too few faster programs
     NEVER = ""
 
     LABELS = {
         SAME_WORKLOAD: "same workload",
         FIRST_ROUND: "first round",
         BESIDE_CLUSTER: "first round, beside its cluster's",
-        AFTER_CLUSTER: "after its cluster",
     }
 
 
@@ -170,7 +151,7 @@ def memory_when(inspection: Inspection, task: Task) -> str:
     cluster = cluster_of(inspection.by_mode[DEFAULT_CLUSTER_MODE], task.index)
     if cluster.representative == task.index:
         return MemoryWhen.FIRST_ROUND
-    return MemoryWhen.AFTER_CLUSTER if inspection.memory_first_round == "after" else MemoryWhen.BESIDE_CLUSTER
+    return MemoryWhen.BESIDE_CLUSTER
 
 
 def _remembered_json(task: RememberedTask) -> dict[str, Any]:
@@ -192,8 +173,6 @@ def inspection_json(inspection: Inspection) -> dict[str, Any]:
     return {
         "model": str(inspection.model),
         "target": json.loads(str(inspection.target)),
-        "representative_rule": inspection.representative_rule,
-        "split_heavier_than": inspection.split_heavier_than,
         "inputs": [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype} for s in inspection.inputs],
         "tasks": [_task_json(inspection, t) for t in inspection.tasks],
         "clusters": {mode: [_cluster_json(c) for c in clusters] for mode, clusters in inspection.by_mode.items()},
@@ -270,7 +249,6 @@ def memory_lines(inspection: Inspection) -> list[str]:
         f"  {sum(counts.values())} of {len(inspection.tasks)} tasks would draw on memory: "
         f"{counts[MemoryWhen.SAME_WORKLOAD]} tuned before as the same workload, "
         f"{counts[MemoryWhen.FIRST_ROUND]} in their first round (the first of their cluster), "
-        f"{counts[MemoryWhen.BESIDE_CLUSTER]} in their first round beside their cluster-mates' programs, "
-        f"{counts[MemoryWhen.AFTER_CLUSTER]} only when their cluster-mates have too few programs faster than theirs"
+        f"{counts[MemoryWhen.BESIDE_CLUSTER]} in their first round beside their cluster-mates' programs"
     )
     return lines

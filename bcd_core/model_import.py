@@ -15,6 +15,8 @@ from tvm import relax
 from tvm.target import Target
 
 from bcd_core.errors import DynamicShapeError, ModelLoadError, TensorSizeError, UnsupportedOperatorError
+from bcd_core.layout import LayoutMode, convert_to_blocked
+from bcd_core.target import is_gpu
 from bcd_core.tvm_speedups import shared_constant_builds
 
 ONNX_DOMAINS = ("", "ai.onnx")
@@ -38,8 +40,7 @@ class MathMode(StrEnum):
 
     # TVM's vectorizable approximations (topi's fast_erf, fast_exp, fast_tanh, fast_softmax),
     # as onnxruntime's own CPU kernels approximate these functions. Exact erf and exp lower to
-    # one libm call per element on CPUs, never vectorized (experiments/fast_math_probe.py:
-    # a 128x1024 erf 1.3 ms exact, 0.04 ms fast).
+    # one libm call per element on CPUs, never vectorized: tens of times slower.
     FAST = "fast"
     EXACT = "exact"  # libm, per element
 
@@ -239,13 +240,22 @@ def static_inputs(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...
 
 
 def import_model(
-    path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None, math: str = MathMode.EXACT
+    path: str | Path,
+    input_shapes: dict[str, tuple[int, ...]] | None = None,
+    math: str = MathMode.EXACT,
+    layout: str = LayoutMode.PLAIN,
+    target: Target | None = None,
 ) -> ImportedModel:
     """Load, validate and import an ONNX model into Relax (weights bound as constants), with
-    erf, exp, tanh and softmax as `math` (MathMode) says. Tuning, export and inspection of one
-    session must import with the same `math`: the tasks differ."""
+    erf, exp, tanh and softmax as `math` (MathMode) says and convolutions in `layout`
+    (LayoutMode; blocked needs the CPU `target`). Tuning, export and inspection of one session
+    must import alike: the tasks differ."""
     if math not in tuple(MathMode):
         raise ValueError(f"math must be one of {', '.join(MathMode)}, not {math!r}")
+    if layout not in tuple(LayoutMode):
+        raise ValueError(f"layout must be one of {', '.join(LayoutMode)}, not {layout!r}")
+    if layout == LayoutMode.BLOCKED and (target is None or is_gpu(target)):
+        raise ModelLoadError("the blocked layout is for CPU targets; tune a GPU with --layout nchw")
     path = Path(path)
     model = load_onnx(path)
     missing = unsupported_operators(model)
@@ -269,6 +279,8 @@ def import_model(
         raise ModelLoadError(f"TVM could not import {path.name}: {first}") from err
     if math == MathMode.FAST:
         mod = relax.transform.FastMathTransform()(mod)
+    if layout == LayoutMode.BLOCKED:
+        mod = convert_to_blocked(mod, target)
     return ImportedModel(path=path, sha256=file_sha256(path), onnx_model=model, inputs=inputs, relax_mod=mod)
 
 

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bcd_core.formatting import format_ms
 from bcd_core.records.store import RecordStore
 from bcd_core.reference import session_reference
 from bcd_core.session_view import (
@@ -126,10 +127,6 @@ def _cost_model_plot(plt: Any, snapshot: SessionSnapshot) -> str:
     return _finished_png(plt, figure)
 
 
-def _ms(seconds: float | None) -> str:
-    return "" if seconds is None else f"{seconds * 1e3:.4f}"
-
-
 def _task_table(snapshot: SessionSnapshot) -> str:
     header = "".join(
         f"<th>{h}</th>"
@@ -156,8 +153,8 @@ def _task_table(snapshot: SessionSnapshot) -> str:
                 t.weight,
                 t.trials,
                 t.failed,
-                _ms(t.best_s),
-                _ms(t.diffused_best_s),
+                format_ms(t.best_s, 4, ""),
+                format_ms(t.diffused_best_s, 4, ""),
                 t.best_origin or "",
                 t.status,
             )

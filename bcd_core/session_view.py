@@ -15,8 +15,9 @@ from typing import Any
 
 from bcd_core.errors import StoreError
 from bcd_core.formatting import counted
-from bcd_core.records.states import REMEMBERED_ORIGINS, SessionStatus, TaskStatus
+from bcd_core.records.states import REMEMBERED_ORIGINS, SessionStatus, TaskStatus, TrialOrigin
 from bcd_core.records.store import RecordStore
+from bcd_core.tuning.options import STOCK
 
 # The states a task goes through, in the order a user sees them.
 TASK_STATES = tuple(TaskStatus)
@@ -91,12 +92,7 @@ def memory_use(store: RecordStore, session_id: int, tasks: Sequence[TaskView]) -
         f"{row['model_name']} (session {row['source_session_id']}{', ' + row['store'] if row['store'] else ''})"
         for row in rows
     ]
-    seeded = _grouped(
-        store,
-        "select count(distinct task_id) from trials where session_id = ? and origin in ('memory', 'reused')"
-        " and latency_s is not null",
-        [session_id],
-    )[0][0]
+    seeded = store.tasks_with_valid_trials_of(session_id, REMEMBERED_ORIGINS)
     best = sum(1 for task in tasks if task.best_origin in REMEMBERED_ORIGINS)
     models = list(dict.fromkeys(str(row["model_name"]).removesuffix(".onnx") for row in rows))
     return MemoryUse(sessions, int(seeded), best, models)
@@ -169,11 +165,6 @@ def session_trial_timeline(store: RecordStore, session_id: int) -> list[tuple[in
     ]
 
 
-def _grouped(store: RecordStore, sql: str, params: list[Any]) -> list[tuple]:
-    with store._lock:  # the store serializes its one connection
-        return store.db.execute(sql, params).fetchall()
-
-
 def _display_status(row: dict[str, Any], trials: int, cap: int | None, session_status: str) -> str:
     raw = row["status"] or TaskStatus.QUEUED
     status = TaskStatus(raw) if raw in TASK_STATES else raw  # a status this version does not know: as stored
@@ -182,36 +173,6 @@ def _display_status(row: dict[str, Any], trials: int, cap: int | None, session_s
     if (cap is not None and trials >= cap) or (session_status == SessionStatus.COMPLETED and trials > 0):
         return TaskStatus.DONE
     return status
-
-
-def _trial_counts(store: RecordStore, session_id: int) -> dict[int, tuple[int, int]]:
-    """Task row id -> (trials, failed trials)."""
-    return {
-        task_id: (total, failed)
-        for task_id, total, failed in _grouped(
-            store,
-            "select task_id, count(*), sum(latency_s is null) from trials where session_id = ? group by task_id",
-            [session_id],
-        )
-    }
-
-
-def _best_trials(store: RecordStore, session_id: int) -> dict[int, tuple[float, str | None]]:
-    """Task row id -> (best latency, origin of the trial that reached it; ties: the earliest)."""
-    # min() per task, then one index lookup for its origin: both served by the store's
-    # covering index, whereas ranking every trial with a window function would sort all of
-    # them (slow at 100 000 trials).
-    return {
-        task_id: (latency, origin)
-        for task_id, latency, origin in _grouped(
-            store,
-            "select b.task_id, b.latency_s, (select t.origin from trials t where t.session_id = ?"
-            " and t.task_id = b.task_id and t.latency_s = b.latency_s order by t.id limit 1)"
-            " from (select task_id, min(latency_s) as latency_s from trials"
-            " where session_id = ? and latency_s is not null group by task_id) b",
-            [session_id, session_id],
-        )
-    }
 
 
 def _task_view(
@@ -252,8 +213,8 @@ def _task_view(
 
 def load_snapshot(store: RecordStore, session_id: int) -> SessionSnapshot:
     session = store.session(session_id)
-    counts = _trial_counts(store, session_id)
-    best = _best_trials(store, session_id)
+    counts = store.trial_and_failure_counts(session_id)
+    best = store.best_trials(session_id)
     settings = json.loads(session["settings"] or "{}")
     default_budget = settings.get("trials_per_task")
     tasks = [
@@ -324,35 +285,24 @@ def task_best_curve(store: RecordStore, session_id: int, task_row_id: int) -> li
     curve only, i.e. each trial that improved the best, the trial just before the next
     improvement, and the task's last trial. Joined by lines (or drawn as steps) they give the
     same picture as one point per valid trial, with hundreds of points instead of thousands."""
-    rows = _grouped(
-        store,
-        "select latency_s from trials where session_id = ? and task_id = ? order by id",
-        [session_id, task_row_id],
-    )
+    latencies = store.task_latencies(session_id, task_row_id)
     curve: list[tuple[int, float]] = []
     best = float("inf")
-    for number, (latency,) in enumerate(rows, start=1):
+    for number, latency in enumerate(latencies, start=1):
         if latency is None or latency >= best:
             continue
         if curve and curve[-1][0] != number - 1:
             curve.append((number - 1, best))  # the flat stretch ends here
         best = latency
         curve.append((number, best))
-    if curve and curve[-1][0] != len(rows):
-        curve.append((len(rows), best))
+    if curve and curve[-1][0] != len(latencies):
+        curve.append((len(latencies), best))
     return curve
 
 
 def latest_round_predictions(store: RecordStore, session_id: int) -> list[tuple[float, float]]:
     """(predicted score, measured throughput 1/s) for the latest round the cost model scored."""
-    rows = _grouped(
-        store,
-        "select predicted_score, latency_s from trials where session_id = ? and round = ("
-        " select max(round) from trials where session_id = ? and predicted_score is not null)"
-        " and predicted_score is not null and latency_s is not null",
-        [session_id, session_id],
-    )
-    return [(float(score), 1.0 / float(latency)) for score, latency in rows if latency]
+    return [(score, 1.0 / latency) for score, latency in store.latest_scored_round(session_id) if latency]
 
 
 @dataclass
@@ -376,36 +326,15 @@ def provenance_of(store: RecordStore, snapshot: SessionSnapshot, task_index: int
     diffused, remembered or reused trials, its source and how it was adapted."""
     task = snapshot.task(task_index)
     sid = snapshot.session_id
-    carried = "origin in ('diffused', 'memory', 'reused')"
-    counts = dict(
-        _grouped(
-            store,
-            f"select origin, count(*) from trials where session_id = ? and task_id = ? and {carried} group by origin",
-            [sid, task.row_id],
-        )
-    )
-    seeding = _grouped(
-        store,
-        f"select origin, source_trial_id, adaptation from trials where session_id = ? and task_id = ? and {carried}"
-        " and latency_s is not null order by latency_s, id limit 1",
-        [sid, task.row_id],
-    )
-    origin, source_id, adaptation = seeding[0] if seeding else (None, None, None)
-    remembered = _grouped(
-        store,
-        "select adaptation from trials where session_id = ? and task_id = ? and origin in ('memory', 'reused')"
-        " and latency_s is not null order by latency_s, id limit 1",
-        [sid, task.row_id],
-    )
+    counts = store.carried_trial_counts(sid, task.row_id)
+    seeding = store.fastest_carried_trial(sid, task.row_id) or {}
+    origin, source_id, adaptation = seeding.get("origin"), seeding.get("source_trial_id"), seeding.get("adaptation")
+    remembered = store.fastest_remembered_trial(sid, task.row_id)
     representative = source_latency = None
     if source_id is not None:  # a trial of this store (another task's, or an earlier tune's)
-        found = _grouped(
-            store,
-            "select t.name, s.latency_s from trials s join tasks t on t.id = s.task_id where s.id = ?",
-            [source_id],
-        )
+        found = store.trial_source(source_id)
         if found:
-            representative, source_latency = found[0]
+            representative, source_latency = found
     return Provenance(
         task=task,
         representative=representative,
@@ -415,10 +344,10 @@ def provenance_of(store: RecordStore, snapshot: SessionSnapshot, task_index: int
         diffused_best_s=task.diffused_best_s,
         best_s=task.best_s,
         trials=task.trials,
-        diffused_trials=int(counts.get("diffused", 0)),
+        diffused_trials=counts.get(TrialOrigin.DIFFUSED, 0),
         origin=origin,
-        memory_trials=int(counts.get("memory", 0)) + int(counts.get("reused", 0)),
-        remembered=remembered[0][0] if remembered else None,
+        memory_trials=sum(counts.get(origin, 0) for origin in REMEMBERED_ORIGINS),
+        remembered=remembered["adaptation"] if remembered else None,
     )
 
 
@@ -434,7 +363,7 @@ def _stock_sessions(store: RecordStore, model_hash: str, target: str) -> list[di
     return [
         s
         for s in store.sessions()
-        if s["strategy"] == "metaschedule"
+        if s["strategy"] == STOCK
         and s["model_hash"] == model_hash
         and s["target_key"] == target
         and s["estimated_latency_s"] is not None
@@ -445,7 +374,7 @@ def baseline_for(store: RecordStore, snapshot: SessionSnapshot, look_beside: boo
     """The newest stock-MetaSchedule session of the same model and target: in this store, or
     (with `look_beside`) in another store in the same folder, as `bcd bench` writes them."""
     session = snapshot.session
-    if session["strategy"] == "metaschedule":
+    if session["strategy"] == STOCK:
         return None
     found: tuple[RecordStore, dict[str, Any]] | None = None
     candidates = _stock_sessions(store, session["model_hash"], session["target_key"])

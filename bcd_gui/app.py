@@ -75,6 +75,14 @@ def _screenshot_and_quit(window: Any, path: str, meter: Any = None) -> None:
     QApplication.instance().quit()
 
 
+def _nothing_to_tune(reason: str, finish: Any) -> bool:
+    """Unattended (--quit-when-done), a complete session is not tuned again: as `bcd tune`
+    does, say so and exit 0."""
+    print(f"{reason}; nothing tuned", file=sys.stderr)
+    QTimer.singleShot(0, lambda: finish(0))
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
@@ -108,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
         window.tuneFinished.connect(lambda result: finish(0 if result == SessionStatus.COMPLETED else 1))
         window.errorShown.connect(lambda _text: finish(1))
+        window.tuning.ask_new_session = lambda reason: _nothing_to_tune(reason, finish)
     if args.screenshot:
         QTimer.singleShot(
             int(args.screenshot_after * 1000), lambda: _screenshot_and_quit(window, args.screenshot, meter)

@@ -150,6 +150,22 @@ def ask_keep_or_stop_tuning(parent: QWidget) -> str | None:
     return KEEP_TUNING if clicked is keep else STOP_TUNING if clicked is stop else None
 
 
+def ask_new_session(parent: QWidget, reason: str) -> bool:
+    """Asked when Tune finds the session it would continue complete (`reason` says which):
+    True to start a new session with the same settings."""
+    box = QMessageBox(parent)
+    box.setObjectName("newSessionQuestion")
+    box.setIcon(QMessageBox.Icon.Question)
+    box.setWindowTitle("Session complete")
+    box.setText(f"{reason[:1].upper()}{reason[1:]}.")
+    box.setInformativeText("Start a new session with the same settings? The complete one stays in the store.")
+    new = box.addButton("New session", QMessageBox.ButtonRole.AcceptRole)
+    box.addButton(QMessageBox.StandardButton.Cancel)
+    box.setDefaultButton(new)
+    box.exec()
+    return box.clickedButton() is new
+
+
 def ask_model_path(parent: QWidget) -> str:
     """An ONNX model to open, or "" if the user cancels."""
     path, _ = QFileDialog.getOpenFileName(

@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QWidget
 
 if TYPE_CHECKING:
-    from PySide6.QtCore import SignalInstance
+    from PySide6.QtCore import QThread, SignalInstance
     from PySide6.QtWidgets import QLabel, QProgressBar, QTreeView
 
     from bcd_core.records.store import RecordStore
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from bcd_core.tuning.settings import TuneSettings
     from bcd_gui.actions import WindowActions
     from bcd_gui.cluster_model import ClusterTreeModel
-    from bcd_gui.jobs import BackgroundJob
     from bcd_gui.live_tune import LiveTune
     from bcd_gui.menus import RecentFiles
     from bcd_gui.panels import OverviewPanel, ProvenancePanel, SessionsPanel, SettingsPanel
@@ -48,7 +47,7 @@ class WindowHost(Protocol):
     reference_s: float | None
     worker: LiveTune | None  # the tune followed live: launched by the window or attached
     pending_control: TuningControl  # requests made before Tune, handed to the next tune
-    jobs: list[BackgroundJob]
+    jobs: list[QThread]  # the BackgroundJobs running (jobs.py, which builds on this module)
     closed: bool  # the window accepted to close: no new background job
 
     # Widgets and their builders.
@@ -76,9 +75,7 @@ class WindowHost(Protocol):
 
     def setWindowTitle(self, title: str) -> None: ...
     def report_error(self, error: BaseException, doing: str) -> None: ...
-    def run_job(
-        self, name: str, work: Callable[..., Any], on_success: Callable[..., Any], doing: str
-    ) -> BackgroundJob: ...
+    def run_job(self, name: str, work: Callable[..., Any], on_success: Callable[..., Any], doing: str) -> QThread: ...
     def update_actions(self) -> None: ...
     def update_status(self) -> None: ...
     def open_reader(self) -> bool: ...

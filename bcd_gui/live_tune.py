@@ -151,7 +151,6 @@ class LiveTune(QObject):
         self.watcher.ended.connect(self._watch_ended)
         self._exit_check = QTimer(self)  # an engine that dies before it opens its session
         self._exit_check.timeout.connect(self._check_engine)
-        self._done = False
         self._detached = False
 
     @classmethod
@@ -196,7 +195,6 @@ class LiveTune(QObject):
                 self.failed.emit(self.engine.failure())  # names its log, which stays
             else:
                 self.engine.remove_files()
-        self._done = True
         self.finished.emit()
 
     def _crashed(self) -> bool:
@@ -204,9 +202,6 @@ class LiveTune(QObject):
             return True
         with closing(RecordStore(self.db_path, create=False)) as store:
             return store.session(self.session_id)["status"] == SessionStatus.RUNNING
-
-    def is_finished(self) -> bool:
-        return self._done
 
     def wait_for_engine(self, timeout_s: float) -> bool:
         """Block until the own engine process exits (the window closing); True if it did."""

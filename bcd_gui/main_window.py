@@ -3,7 +3,7 @@
 MainWindow composes the parts and is their public face: the central area (workspace.py), the
 docks (docks.py), actions, menus and toolbar (actions.py, menus.py), the status bar
 (status.py), and controllers for opening models, sessions, tuning, steering, exporting and
-background jobs (*_controller.py, job_runner.py). It holds the state they share: the open
+background jobs (*_controller.py, jobs.py). It holds the state they share: the open
 model, its records store, the snapshot shown and the running tune.
 """
 
@@ -20,15 +20,14 @@ from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplicat
 from PySide6.QtWidgets import QApplication, QMainWindow
 
 from bcd_core.records.store import RecordStore
-from bcd_core.session_view import Baseline, SessionSnapshot
+from bcd_core.session_view import SessionSnapshot
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.settings import TuneSettings
 from bcd_gui import dialogs
 from bcd_gui.actions import WindowActions
 from bcd_gui.docks import Docks, attach_log, detach_log, set_tvm_details
 from bcd_gui.export_controller import ExportController
-from bcd_gui.job_runner import JobRunner
-from bcd_gui.jobs import BackgroundJob
+from bcd_gui.jobs import BackgroundJob, JobRunner
 from bcd_gui.live_tune import LiveTune
 from bcd_gui.menus import RecentFiles, build_menu_bar, build_toolbar
 from bcd_gui.model_controller import ModelController
@@ -185,9 +184,6 @@ class MainWindow(QMainWindow):
     def run_job(self, name: str, work: Callable[..., Any], on_success: Callable[..., Any], doing: str) -> BackgroundJob:
         return self.job_runner.run_job(name, work, on_success, doing)
 
-    def busy(self) -> bool:
-        return self.job_runner.busy()
-
     def update_actions(self) -> None:
         tuned = self.snapshot is not None and bool(self.snapshot.session_id)
         self.window_actions.update(has_model=self.model_path is not None, tuning=self.worker is not None, tuned=tuned)
@@ -211,12 +207,6 @@ class MainWindow(QMainWindow):
 
     def open_reader(self) -> bool:
         return self.session_view.open_reader()
-
-    _open_reader = open_reader  # the name tests and experiments/load_bench.py use
-
-    @property
-    def _baselines(self) -> dict[tuple[str, int], Baseline | None]:
-        return self.session_view.baselines  # experiments/load_bench.py clears it to time a cold lookup
 
     def show_session(self, session_id: int) -> None:
         self.session_view.show_session(session_id)

@@ -12,7 +12,7 @@ from bcd_core.reference import known_reference, known_session_reference, stored_
 from bcd_core.session_view import preview_snapshot
 from bcd_core.target import parse_target
 from bcd_core.tuning.control import TuningControl
-from bcd_core.tuning.session import prepare_model
+from bcd_core.tuning.run import prepare_model
 from bcd_core.tuning.settings import DEFAULT_CLUSTER_MODE
 from bcd_core.untuned import stored_untuned
 from bcd_gui.dialogs import ask_model_path, ask_store_path

@@ -81,7 +81,7 @@ def widget_value(widget: QWidget) -> Any:
 
 class SettingsPanel(QWidget):
     """Target, input shapes and the user options of the engine's options table, with its
-    defaults. Research options are not shown (experiments/README.md)."""
+    defaults. Research options are not shown (docs/reference.md)."""
 
     def __init__(self) -> None:
         super().__init__()

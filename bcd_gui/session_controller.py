@@ -8,7 +8,6 @@ from dataclasses import replace
 from PySide6.QtCore import QTimer
 
 from bcd_core.errors import BcdError
-from bcd_core.records.states import SessionStatus
 from bcd_core.records.store import RecordStore
 from bcd_core.session_view import (
     Baseline,
@@ -21,7 +20,7 @@ from bcd_core.session_view import (
     session_timeline,
     task_best_curve,
 )
-from bcd_core.tuning.session import settings_of_session
+from bcd_core.tuning.run import settings_of_session
 from bcd_core.tuning.settings import TuneSettings
 from bcd_gui.cluster_model import describe_pending
 from bcd_gui.host import Controller, WindowHost
@@ -197,17 +196,12 @@ class SessionController(Controller):
                 "resume the session",
             )
             return
-        if session["status"] == SessionStatus.COMPLETED:  # tasks skipped unmeasured: tune them now
-            reopened = win.reader.reopen_skipped_tasks(session_id)
-            if not reopened:
-                win.report_error(BcdError(f"session {session_id} is complete; Tune starts a new one"), "resume")
-                return
-            win.status_text.setText(f"Resuming session {session_id} to tune its {reopened} skipped task(s)")
         # The session's own settings and target; the engine refuses, with a dialog, if the
-        # model, target or tool version no longer match.
+        # model, target or tool version no longer match, and decides what resuming does (a
+        # complete session's tasks skipped unmeasured are tuned now: tuning/continuation.py).
         try:  # measured where the panel says now (here or remote): not part of the identity
             stored = settings_of_session(session, TuneSettings(**win.settings_panel.runner_settings()))
-        except ValueError as err:
+        except (BcdError, ValueError) as err:
             win.report_error(err, "resume the session")
             return
         win.start_tune(stored, session["target"], new_session=False, resume_session_id=session_id)

@@ -4,18 +4,20 @@ this launches it, follows it through the store, pauses it and stops it."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from bcd_core.errors import BcdError
 from bcd_core.formatting import format_duration, format_latency
-from bcd_core.records.states import EventKind, SessionStatus
+from bcd_core.records.states import EventKind
 from bcd_core.session_view import SessionSnapshot
 from bcd_core.target import parse_target, target_key
+from bcd_core.tuning.continuation import SessionDecision, decide_session, wish_of
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.engine_process import EngineLaunch
 from bcd_core.tuning.events import RoundFinished, SessionFinished, SessionMessage, SessionPaused, SessionStarted
-from bcd_core.tuning.session import find_session_to_continue
 from bcd_core.tuning.settings import TuneSettings
+from bcd_gui import dialogs
 from bcd_gui.host import Controller, WindowHost
 from bcd_gui.live_tune import LiveTune
 
@@ -28,6 +30,8 @@ class TuneController(Controller):
         super().__init__(win)
         self.started_at: float | None = None
         self.last_event: Any = None  # the running tune's latest event: fresher counts than its snapshot
+        # Asked when the session a Tune would continue is complete: start a new one? (True: yes)
+        self.ask_new_session: Callable[[str], bool] = lambda reason: dialogs.ask_new_session(self.window_widget, reason)
 
     def start_tune(
         self,
@@ -37,21 +41,25 @@ class TuneController(Controller):
         resume_session_id: int | None = None,
     ) -> None:
         """Tune the open model (with the panel's settings and target unless given); a no-op while
-        a tune runs or before a model is open."""
+        a tune runs or before a model is open. Which session it continues, if any, is the
+        engine's decision (tuning/continuation.py); where that session is complete, a new one
+        starts only if the user says so."""
         win = self.win
         if win.worker is not None or win.model_path is None or win.db_path is None:
             return
         try:
             settings = settings or win.settings_panel.settings()
             target_spec = target_spec if target_spec is not None else win.settings_panel.target.text()
-            target = parse_target(target_spec)
+            key = target_key(parse_target(target_spec))
+            decision = self.decide(settings, key, bool(new_session), resume_session_id)
         except (BcdError, ValueError) as err:
             win.report_error(err, "start tuning")
             return
-        if new_session is None and win.reader is not None and win.model_hash:
-            # A finished session with the same settings is not re-tuned: start a fresh one.
-            existing = find_session_to_continue(win.reader, win.model_hash, target_key(target), settings)
-            new_session = existing is not None and existing["status"] == SessionStatus.COMPLETED
+        if decision is not None and not decision.tunes:
+            if not self.ask_new_session(decision.reason):
+                win.status_text.setText(f"Not tuned: {decision.reason}")
+                return
+            new_session, resume_session_id = True, None
         launch = EngineLaunch.of(
             win.model_path,
             win.db_path,
@@ -67,7 +75,19 @@ class TuneController(Controller):
             win.report_error(BcdError(f"cannot start the tuning engine: {err}"), "start tuning")
             return
         win.pending_control = TuningControl()  # the next tune starts with its own requests
-        self._begin(worker, f"Tuning {win.model_path.name} with {settings.strategy}: importing and extracting tasks...")
+        which = f", {decision.reason}" if decision is not None and not new_session else ""
+        self._begin(worker, f"Tuning {win.model_path.name} with {settings.strategy}{which}: importing the model...")
+
+    def decide(
+        self, settings: TuneSettings, key: str, new_session: bool, resume_session_id: int | None
+    ) -> SessionDecision | None:
+        """What the engine will do with the open store; None before the store or the model's
+        hash is known (the engine then decides alone, by the same rule)."""
+        win = self.win
+        if win.reader is None or not win.model_hash:
+            return None
+        wish = wish_of(new_session, resume_session_id)
+        return decide_session(win.reader, win.model_hash, key, settings, wish, resume_session_id)
 
     def attach(self, session_id: int) -> None:
         """Follow (and steer) a session an engine elsewhere is tuning now: a `bcd tune` in a

@@ -1,6 +1,6 @@
 """Does diffusion pay, per round, against the search's own picks? Read from a `bcd bench` out dir.
 
-    python experiments/diffusion_yield.py runs/m16/squeezenet1_1/squeezenet1_1 [more dirs ...]
+    python experiments/diffusion_yield.py runs/bench/squeezenet1_1-32/squeezenet1_1 [more dirs ...]
 
 Each DIR holds the stores of one model's matrix (`bcd-seed*.db`, `metaschedule-seed*.db`).
 For BCD's runs it prints, per kind of round (a task's first or a later one) and kind of task

@@ -1,4 +1,4 @@
-"""Where a compiled model's time goes against its estimate (issue 29, "the end-to-end gap").
+"""Where a compiled model's time goes against its estimate (docs/benchmarks.md, "What limits these figures").
 
 The estimate is the sum over tasks of weight x best measured latency (each task timed alone by
 MetaSchedule's runner). This compiles a tuned session's model from its store, times it end to
@@ -6,7 +6,8 @@ end, then times every call the Relax VM makes (each task's kernel, and the VM's 
 allocation, reshapes, copies) with the VM's instrument hook, and prints per task its estimate
 beside its time inside the model.
 
-    python experiments/e2e_gap.py runs/m16/squeezenet1_1/bcd-seed0.db ../shared/models/squeezenet1_1.onnx [--alone]
+    python experiments/e2e_gap.py runs/bench/squeezenet1_1-32/squeezenet1_1/bcd-seed0.db \
+        $MODELS/squeezenet1_1.onnx [--alone]
 
 With --alone, each task's best program is also timed by itself on standard-normal inputs, with
 warm caches (as MetaSchedule's runner times candidates) and with its arguments flushed from the
@@ -39,8 +40,10 @@ from bcd_core.records.timing import session_timing
 from bcd_core.target import target_key
 from bcd_core.tasks import Task, extract_tasks
 from bcd_core.timing import time_in_turns, time_runs
-from bcd_core.tuning.cache_flush import FLUSH_BEFORE_EACH_RUN
 from bcd_core.untuned import standard_normal_arguments
+
+# TVM's packed function that flushes the CPU caches of every argument but the first before a run.
+FLUSH_BEFORE_EACH_RUN = "cache_flush_cpu_non_first_arg"
 
 NO_OP = 0  # VMInstrumentReturnKind: run the call as usual
 

@@ -1,6 +1,6 @@
 """Task extraction with and without shared constant-folding builds, per model.
 
-    python experiments/fold_builds.py ../shared/models/*.onnx runs/unseen_cnn.onnx
+    python experiments/fold_builds.py $MODELS/*.onnx runs/unseen_cnn.onnx
 
 For every model: the seconds `extract_tasks` takes with TVM's own builds (one LLVM module per
 folded expression) and with `shared_constant_builds` (one per distinct function), how many

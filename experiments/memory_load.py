@@ -1,4 +1,4 @@
-"""How long tuning memory takes to read from a big store (issue 26: 100 000 trials, a few seconds).
+"""How long tuning memory takes to read from a big store (100 000 trials in a few seconds).
 
     .venv/bin/python experiments/memory_load.py STORE.db MODEL.onnx [--trials 100000] [--repeat 3]
 
@@ -31,7 +31,7 @@ from tvm.s_tir import meta_schedule as ms
 from bcd_core.memory.pretrain import pretrain_from_memory
 from bcd_core.memory.recall import preview_memory
 from bcd_core.target import host_core_count, host_target, target_key
-from bcd_core.tuning.session import prepare_model
+from bcd_core.tuning.run import prepare_model
 
 SESSION_COLUMNS = "model_path, model_name, model_hash, target, target_key, strategy, settings, tool_version, "
 SESSION_COLUMNS += "started_at, ended_at, status, elapsed_s, trials_done, estimated_latency_s, bookkeeping_s"

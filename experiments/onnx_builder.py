@@ -1,5 +1,5 @@
 """A small helper for writing ONNX models node by node, shared by the unseen-model generators
-(`make_unseen_cnn.py`, `make_unseen_vit.py`)."""
+(the `make_unseen_*.py` scripts)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,17 @@
 """Compare the compiled models of two runs folders on a noisy machine: many short passes, each
 timing every module once in a fresh random order, and the new / old ratio taken per pass.
 
-`retime_models.py` times each module in three long blocks; on a VM whose speed drifts by
-1.5x within minutes a block can fall on a slow moment, and the means of three seeds a side
-then move by more than the difference looked for. Here each pass is a few seconds, both sides
-are timed within it in a random order (so neither side is favoured by the drift), and the
-ratio of the two sides' means is taken per pass: a slow moment scales both. The median ratio
-over passes, a bootstrap 95 % interval and how many passes had the new side faster are
-printed, with each module's median over passes. Every MODEL-STRATEGY-seedN.so under each folder is
-timed (`--strategy`, bcd by default), with onnxruntime.
+On a VM whose speed drifts by 1.5x within minutes, a long timing block can fall on a slow
+moment, and the means of three seeds a side then move by more than the difference looked for.
+Here each pass is a few seconds, both sides are timed within it in a random order (so neither
+side is favoured by the drift), and the ratio of the two sides' means is taken per pass: a slow
+moment scales both. The median ratio over passes, a bootstrap 95 % interval and how many passes
+had the new side faster are printed, with each module's median over passes. Every
+MODEL-STRATEGY-seedN.so under each folder is timed (`--strategy`, bcd by default), with
+onnxruntime.
 
-    python experiments/paired_retime.py ../shared/models/squeezenet1_1.onnx \
-        runs/i29/old/squeezenet1_1 runs/i29/new/squeezenet1_1 --passes 40
+    python experiments/paired_retime.py $MODELS/squeezenet1_1.onnx \
+        runs/old/squeezenet1_1 runs/new/squeezenet1_1 --passes 40
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Do `bcd check`, `bcd bench`, the dashboard and the report time things alike (issue 29)?
+"""Do `bcd check`, `bcd bench`, the dashboard and the report time things alike?
 
     .venv/bin/python experiments/timing_agreement.py MODULE.so MODEL.onnx [--repeat 3]
 

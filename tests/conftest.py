@@ -12,7 +12,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 import models  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED_MODELS = REPO.parent / "shared" / "models"
 SAMPLE_MODEL = REPO / "resources" / "models" / "mlp_mnist.onnx"
 # Fixtures that run a real tune (or start RPC servers) once for their module: a test that uses
 # one is slow however quick its own body is, so `pytest -m "not slow"` leaves it out.
@@ -62,13 +61,6 @@ def host():
     from bcd_core.target import host_target
 
     return host_target()
-
-
-def shared_model(name: str) -> Path:
-    path = SHARED_MODELS / name
-    if not path.is_file():
-        pytest.skip(f"{path} not available")
-    return path
 
 
 @pytest.fixture(scope="session")

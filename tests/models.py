@@ -210,3 +210,40 @@ def float16_mlp(path: Path, width: int = 256, depth: int = 3) -> Path:
         inits,
     )
     return _save(graph, path)
+
+
+def mobile_block_cnn(path: Path, width: int = 16, size: int = 12) -> Path:
+    """A small CNN with what a CPU CNN holds between its convolutions: a 3-channel stem, a
+    depthwise 3x3 and a pointwise 1x1 convolution, a residual add, a max pool, a concatenation
+    of two branches and a global average pool; channel counts are multiples of 16."""
+    rng = np.random.default_rng(5)
+    inits = [
+        _weight(rng, "w_stem", (width, 3, 3, 3)),
+        _weight(rng, "b_stem", (width,)),
+        _weight(rng, "w_dw", (width, 1, 3, 3)),
+        _weight(rng, "w_pw", (width, width, 1, 1)),
+        _weight(rng, "w_a", (width, width, 3, 3)),
+        _weight(rng, "w_b", (width, width, 1, 1)),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w_stem", "b_stem"], ["stem"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["stem"], ["s"]),
+        helper.make_node("Conv", ["s", "w_dw"], ["dw"], pads=[1, 1, 1, 1], group=width),
+        helper.make_node("Relu", ["dw"], ["d"]),
+        helper.make_node("Conv", ["d", "w_pw"], ["pw"]),
+        helper.make_node("Add", ["pw", "s"], ["res"]),
+        helper.make_node("MaxPool", ["res"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p", "w_a"], ["a"], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["p", "w_b"], ["b"]),
+        helper.make_node("Concat", ["a", "b"], ["cat"], axis=1),
+        helper.make_node("Relu", ["cat"], ["r"]),
+        helper.make_node("GlobalAveragePool", ["r"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "mobile_block_cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2 * width, 1, 1])],
+        inits,
+    )
+    return _save(graph, path)

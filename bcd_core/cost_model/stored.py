@@ -19,8 +19,6 @@ from typing import Any
 import numpy as np
 from tvm.s_tir import meta_schedule as ms
 
-from bcd_core.cost_model.phased import python_model, stored_runner_result
-
 
 @dataclass
 class StoredBatch:
@@ -31,23 +29,32 @@ class StoredBatch:
     latencies: list[float | None]
 
 
-def learn_stored(model: Any, batches: Iterable[StoredBatch]) -> int:
-    """Feed `model` every batch, then train it once; returns the number of samples fed.
+# MetaSchedule's XGBModel returns random scores until it has this many samples (its default).
+STOCK_WARMUP_SAMPLES = 100
 
-    BCD's own models (SharedXGBModel, PhasedCostModel) take stored samples with `pretrain`
-    and train with `train_full`; MetaSchedule's XGBModel only has `update`."""
+
+def python_model(model: Any) -> Any:
+    """The Python object behind a derived_object wrapper: its methods, called directly (through
+    the FFI wrapper a prediction's result buffer is NULL, and isinstance fails)."""
+    return getattr(model, "_inst", model)
+
+
+def stored_runner_result(latency_s: float | None) -> ms.runner.RunnerResult:
+    """A stored measurement as MetaSchedule's runner reported it (None: it failed)."""
+    if latency_s is None:
+        return ms.runner.RunnerResult(run_secs=None, error_msg="failed when it was measured")
+    return ms.runner.RunnerResult(run_secs=[latency_s], error_msg=None)
+
+
+def learn_stored(model: Any, batches: Iterable[StoredBatch]) -> int:
+    """Feed MetaSchedule's cost model `model` every batch, then train it once; returns the
+    number of samples fed."""
     model = python_model(model)
-    own_model = hasattr(model, "pretrain")  # isinstance fails on derived objects
     samples = 0
-    with training_deferred(python_model(getattr(model, "stock", model))):
+    with training_deferred(model):
         for batch in batches:
-            if own_model:
-                model.pretrain(batch.context, batch.candidates, batch.latencies)
-            else:
-                model.update(batch.context, batch.candidates, [stored_runner_result(x) for x in batch.latencies])
+            model.update(batch.context, batch.candidates, [stored_runner_result(x) for x in batch.latencies])
             samples += len(batch.candidates)
-    if own_model:
-        model.train_full()
     return samples
 
 

@@ -16,7 +16,7 @@ from bcd_core.errors import StoreError
 from bcd_core.memory.similar import RememberedTask, TaskLike, most_similar
 from bcd_core.records.database import SqliteDatabase, workload_shash
 from bcd_core.records.store import RecordStore
-from bcd_core.records.timing import WARM, session_timing, timing_difference, timing_for
+from bcd_core.records.timing import PLAIN_LAYOUT, WARM, session_layout, session_timing, timing_difference, timing_for
 from bcd_core.target import describe_target, device_key, target_of_key
 
 Say = Callable[[str], None]  # where the memory's messages go (the session's log)
@@ -138,7 +138,7 @@ def describe_target_key(key: str) -> str:
 
 
 def sessions_on_target(
-    store: RecordStore, target_key: str, timing: str, model_hash: str, label: str, say: Say
+    store: RecordStore, target_key: str, timing: str, model_hash: str, label: str, say: Say, layout: str = PLAIN_LAYOUT
 ) -> list[int]:
     """Ids of the store's sessions of other models tuned for `target_key` (on a GPU, for the
     same GPU from any host: `device_key`) and timed as `timing` says. Sessions for other
@@ -155,6 +155,8 @@ def sessions_on_target(
             reason = f"were tuned for {describe_target_key(session['target_key'])}, not for {target}"
         elif (timed := session_timing(session)) != timing:
             reason = timing_difference(timed, timing)
+        elif (theirs := session_layout(session)) != layout:
+            reason = f"tuned convolutions in the {theirs} layout, this tune in the {layout} one"
         else:
             same.append(session["id"])
             continue
@@ -200,9 +202,10 @@ def gather_memory(
     if not request.enabled:
         return None
     key, model_hash, timing = session["target_key"], session["model_hash"], session_timing(session)
+    layout = session_layout(session)
     sources = open_sources(own, key, request.stores)
     session_ids = {
-        label: sessions_on_target(source.store, key, timing, model_hash, label, say)
+        label: sessions_on_target(source.store, key, timing, model_hash, label, say, layout)
         for label, source in sources.items()
     }
     memory = build_memory(sources, session_ids, tasks)
@@ -238,6 +241,7 @@ def preview_memory(
     tasks: Sequence[TaskLike],
     say: Say,
     timing: str | None = None,
+    layout: str = PLAIN_LAYOUT,
 ) -> TuningMemory | None:
     """The memory a tune of `tasks` timed as `timing` says (by default as a tune started now
     would be) would draw on from the stores at `paths` (read-only, for `bcd inspect --db`);
@@ -248,7 +252,7 @@ def preview_memory(
         label = str(Path(path).resolve())
         sources[label] = MemorySource.of(label, open_memory_store(path), target_key)
     session_ids = {
-        label: sessions_on_target(source.store, target_key, timing, model_hash, label, say)
+        label: sessions_on_target(source.store, target_key, timing, model_hash, label, say, layout)
         for label, source in sources.items()
     }
     return build_memory(sources, session_ids, tasks)

@@ -107,27 +107,47 @@ class SessionsMixin(StoreBase):
             return [dict(row) for row in self.db.query(sql, [session_id, TaskStatus.SKIPPED])]
 
     def reopen_skipped_tasks(self, session_id: int) -> int:
-        """Make a finished session's skipped, unmeasured tasks tunable again, so that resuming
-        it tunes them: queued again, their budgets added to the session's total, the session
-        stopped (resumable). Returns how many."""
-        tasks = self.skipped_unmeasured_tasks(session_id)
+        """Make a finished session's skipped, unmeasured tasks tunable again (`reopen_tasks`).
+        Returns how many."""
+        return self.reopen_tasks(session_id, [task["id"] for task in self.skipped_unmeasured_tasks(session_id)])
+
+    def reopen_tasks(self, session_id: int, task_ids: Iterable[int]) -> int:
+        """Un-skip these tasks (row ids) of a session no engine runs, so that resuming it tunes
+        them: queued again (tuning, if measured). A completed session spent its budget, so what
+        they have left of theirs is added to its total and it becomes stopped (resumable).
+        Returns how many were skipped."""
+        wanted = set(task_ids)
+        tasks = [t for t in self.tasks(session_id) if t["id"] in wanted and t["status"] == TaskStatus.SKIPPED]
         if not tasks:
             return 0
         session = self.session(session_id)
-        per_task = int(json.loads(session["settings"] or "{}").get("trials_per_task") or 0)
-        total = session.get("total_budget") or per_task * len(self.tasks(session_id))
-        total += sum(int(task["budget"] or per_task) for task in tasks)
+        sql = "select task_id, count(*) from trials where session_id = ? group by task_id"
+        with self._lock:
+            measured = dict(self.db.execute(sql, [session_id]).fetchall())
+        changes: dict[str, Any] = {}
+        if session["status"] == SessionStatus.COMPLETED:
+            per_task = int(json.loads(session["settings"] or "{}").get("trials_per_task") or 0)
+            total = session.get("total_budget") or per_task * len(self.tasks(session_id))
+            total += sum(max(0, int(t["budget"] or per_task) - measured.get(t["id"], 0)) for t in tasks)
+            changes = {"total_budget": total, "status": SessionStatus.STOPPED}
         with self.transaction() as db:
             for task in tasks:
-                db["tasks"].update(task["id"], {"status": TaskStatus.QUEUED})
-            db["sessions"].update(session_id, {"total_budget": total, "status": SessionStatus.STOPPED}, alter=True)
+                status = TaskStatus.TUNING if measured.get(task["id"]) else TaskStatus.QUEUED
+                db["tasks"].update(task["id"], {"status": status})
+            if changes:
+                db["sessions"].update(session_id, changes, alter=True)
         return len(tasks)
 
     def set_total_budget(self, session_id: int, trials: int) -> None:
-        """The session's total trial budget as the user changed it (a resume keeps it).
-        Stores made before this column get it here."""
+        """The session's total trial budget as the user changed it (a resume keeps it); a
+        completed session given more than it measured becomes stopped, so that resuming it
+        tunes the rest. Stores made before this column get it here."""
+        session = self.session(session_id)
+        changes: dict[str, Any] = {"total_budget": trials}
+        if session["status"] == SessionStatus.COMPLETED and trials > int(session["trials_done"] or 0):
+            changes["status"] = SessionStatus.STOPPED
         with self.transaction() as db:
-            db["sessions"].update(session_id, {"total_budget": trials}, alter=True)
+            db["sessions"].update(session_id, changes, alter=True)
 
     def finish_session(self, session_id: int, status: str, elapsed_s: float, bookkeeping_s: float) -> None:
         with self.transaction() as db:

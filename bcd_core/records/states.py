@@ -26,11 +26,8 @@ class TaskStatus(StrEnum):
     SKIPPED = "skipped"
     FALLBACK = "fallback"  # no sketch matched its cluster's programs: searched on its own
 
-    @property
-    def is_busy(self) -> bool:
-        return self in BUSY_TASK_STATES
 
-
+# A task being tuned now: its cluster shows the first of these its members are in.
 BUSY_TASK_STATES = (TaskStatus.TUNING, TaskStatus.REFINING, TaskStatus.DIFFUSED, TaskStatus.FALLBACK)
 
 
@@ -39,14 +36,14 @@ class TrialOrigin(StrEnum):
     DIFFUSED = "diffused"  # another task's program, adapted
     MEMORY = "memory"  # a program of an earlier tune's task (any model, same target), adapted
     REUSED = "reused"  # an earlier tune's program for this very workload, unchanged
-    SERIAL = "serial"  # one of the task's programs run on one thread (tuning/serial.py)
+    SERIAL = "serial"  # one of the task's programs run on one thread (tuning/bcd/serial.py)
     COMMITTED = "committed"  # written through MetaSchedule's database interface
     IMPORTED = "imported"  # from a MetaSchedule JSON database
 
 
 # Programs that came from another task: they count for a task's best latency.
 CARRIED_ORIGINS = (TrialOrigin.DIFFUSED, TrialOrigin.MEMORY, TrialOrigin.REUSED)
-# Those that, with search seeds "own", never seed a task's evolutionary search: another
+# Those that never seed a task's evolutionary search: another
 # task's program adapted to this one can hold the search in its basin. A reused program is
 # this workload's own, as MetaSchedule reuses a tuned workload's records.
 SEARCH_HIDDEN_ORIGINS = (TrialOrigin.DIFFUSED, TrialOrigin.MEMORY)

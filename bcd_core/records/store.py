@@ -6,8 +6,9 @@ MetaSchedule reads and writes tuning records through `records.database.SqliteDat
 which is backed by the same tables.
 
 `RecordStore` is assembled from one part per concern: the schema (`schema`), the shared
-connection (`store_base`), sessions, tasks and workloads (`sessions`), trials (`trials`), and
-the per-round series and events (`timeline`). Callers import everything from here.
+connection (`store_base`), sessions, tasks and workloads (`sessions`), trials (`trials`, and
+`trial_views` for viewers), the per-round series and events (`timeline`). Callers import
+everything from here.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from bcd_core.records.schema import (
 from bcd_core.records.sessions import SessionsMixin
 from bcd_core.records.store_base import MAX_DAMAGE_CHARS
 from bcd_core.records.timeline import TimelineMixin
+from bcd_core.records.trial_views import TrialViewsMixin
 from bcd_core.records.trials import TrialsMixin
 from bcd_core.records.untuned import ReferenceMixin, UntunedMixin
 
@@ -55,7 +57,16 @@ __all__ = [
 BUSY_TIMEOUT_MS = 5000  # read when a store opens, so tests can shorten it on this module
 
 
-class RecordStore(SessionsMixin, TrialsMixin, TimelineMixin, MemoryMixin, UntunedMixin, ReferenceMixin, ControlMixin):
+class RecordStore(
+    SessionsMixin,
+    TrialsMixin,
+    TrialViewsMixin,
+    TimelineMixin,
+    MemoryMixin,
+    UntunedMixin,
+    ReferenceMixin,
+    ControlMixin,
+):
     """Thread-safe access to one records file (one connection, serialized by a lock)."""
 
     def __init__(self, path: str | Path, create: bool = True, read_only: bool = False) -> None:

@@ -1,13 +1,11 @@
 """How a session's candidates were timed, and whose records compare with them.
 
-On CPUs a tune may time candidates with their weights flushed from the caches
-(`--cpu-cache flushed`, TuneSettings.cpu_cache, tuning/cache_flush.py) or warm, as stock
-MetaSchedule does and as sessions stored before the option did; warm reads faster (MobileNetV2's
-best programs: 8.9 ms summed warm, 11.2 ms flushed). And it runs kernels on a number of threads
-(TuneSettings.kernel_threads, bcd_core/cores.py); sessions stored before that was recorded ran
-on TVM's default, on x86 half the logical CPUs. Records of a session timed one way never rank
-against records timed another way: not in a search's seeds, not in diffusion, not in export's
-choice of each task's best program, not in the tuning memory.
+A timing names the cache state candidates were timed in (warm, as stock MetaSchedule; older
+stores also hold sessions timed with flushed caches) and the thread count kernels ran on
+(sessions stored before it was recorded ran on TVM's default, on x86 half the logical CPUs).
+Records of a session timed one way never rank against records timed another way: not in a
+search's seeds, not in diffusion, not in export's choice of each task's best program, not in
+the tuning memory.
 """
 
 from __future__ import annotations
@@ -23,6 +21,7 @@ FLUSHED = "flushed"
 
 THREADS_MARK = " x"  # "warm x2": warm caches, kernels on 2 threads
 TVM_DEFAULT_THREADS = 0  # sessions stored before the thread count was: TVM's default
+PLAIN_LAYOUT = "nchw"  # layout.LayoutMode.PLAIN, without importing TVM's Relax here
 
 
 def timing_for(cpu_cache: str, target_key: str, kernel_threads: int = TVM_DEFAULT_THREADS) -> str:
@@ -39,6 +38,13 @@ def session_timing(session: dict[str, Any]) -> str:
     return timing_for(
         stored.get("cpu_cache", WARM), session["target_key"], stored.get("kernel_threads", TVM_DEFAULT_THREADS)
     )
+
+
+def session_layout(session: dict[str, Any]) -> str:
+    """The layout the session's convolutions were tuned in (bcd_core/layout.py); sessions
+    stored before the option tuned the model's own. Other layouts make other tasks, so the
+    tuning memory never lends one layout's programs to another's."""
+    return json.loads(session["settings"] or "{}").get("layout", PLAIN_LAYOUT)
 
 
 def timing_difference(theirs: str, ours: str) -> str:

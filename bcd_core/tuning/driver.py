@@ -1,6 +1,6 @@
-"""MetaSchedule's tuning loop as the two diffusing strategies drive it: their own task
-scheduler and searches, one XGBoost cost model shared by every task of the model (trained
-again from the store when a session resumes), this project's builder, runner and store."""
+"""MetaSchedule's tuning loop as the `bcd` strategy drives it: its own task scheduler and
+searches, one XGBoost cost model shared by every task of the model (trained again from the
+store when a session resumes), this project's builder, runner and store."""
 
 from __future__ import annotations
 
@@ -10,30 +10,21 @@ from typing import Any
 
 from tvm.s_tir import meta_schedule as ms
 
-from bcd_core.cost_model.phased import STOCK_WARMUP_SAMPLES, PhasedCostModel
-from bcd_core.cost_model.stored import StoredBatch, learn_stored
-from bcd_core.cost_model.xgb import SharedXGBModel
+from bcd_core.cost_model.stored import STOCK_WARMUP_SAMPLES, StoredBatch, learn_stored
 from bcd_core.memory.pretrain import pretrain_from_memory
 from bcd_core.records.states import EventKind
 from bcd_core.target import host_core_count
 from bcd_core.tuning.measure import make_builder, make_runner
-from bcd_core.tuning.options import PHASED
-from bcd_core.tuning.session import RecordTrials, TuningRun, standard_callbacks
+from bcd_core.tuning.run import RecordTrials, TuningRun, standard_callbacks
 
 
-def make_cost_model(run: TuningRun) -> ms.cost_model.CostModel:
-    """`bcd`: stock's own model, MetaSchedule's XGBModel, one for every task of the model as
-    in `tune_tasks`; it learns from each batch as soon as it is measured, so that it ranks
-    later tasks' first rounds (once past its warm-up) and guides every later round as well
-    as stock's does (the phased strategy's shared model ranks members' late rounds worse)."""
-    settings = run.settings
-    if settings.strategy != PHASED:
-        return ms.cost_model.XGBModel(
-            num_warmup_samples=STOCK_WARMUP_SAMPLES, num_tuning_cores=host_core_count(), tree_method="auto"
-        )
-    if settings.late_cost_model == "shared":
-        return SharedXGBModel(num_threads=host_core_count(), seed=settings.seed)
-    return PhasedCostModel.for_host(host_core_count(), settings.seed)
+def make_cost_model() -> ms.cost_model.CostModel:
+    """Stock's own model, MetaSchedule's XGBModel, one for every task of the model as in
+    `tune_tasks`; it learns from each batch as soon as it is measured, so that it ranks later
+    tasks' first rounds (once past its warm-up) and guides every later round as stock's does."""
+    return ms.cost_model.XGBModel(
+        num_warmup_samples=STOCK_WARMUP_SAMPLES, num_tuning_cores=host_core_count(), tree_method="auto"
+    )
 
 
 def retrain_from_store(run: TuningRun, model: ms.cost_model.PyCostModel) -> None:
@@ -61,7 +52,7 @@ UNLIMITED = 10**9
 def drive(run: TuningRun, contexts: list[ms.TuneContext], scheduler: ms.task_scheduler.PyTaskScheduler) -> None:
     """Run `ms.tune_tasks` over every task of `run` with `scheduler` choosing the rounds; the
     scheduler enforces the (user-changeable) budget."""
-    cost_model = make_cost_model(run)
+    cost_model = make_cost_model()
     run.cost_model = cost_model
     if run.memory is not None:
         samples, seconds = pretrain_from_memory(run.memory, run.tasks, run.target, cost_model)

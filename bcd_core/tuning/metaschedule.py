@@ -12,7 +12,7 @@ from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.target import host_core_count
 from bcd_core.tuning.measure import make_builder, make_runner
-from bcd_core.tuning.session import RecordTrials, TuningRun, standard_callbacks
+from bcd_core.tuning.run import RecordTrials, TuningRun, standard_callbacks
 
 
 def evolutionary_search(run: TuningRun, genetic_num_iters: int = 4) -> ms.search_strategy.EvolutionarySearch:

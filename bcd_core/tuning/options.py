@@ -1,58 +1,55 @@
-"""Every tuning option once: its flag, help, who decides it, and whether it names a session.
+"""Every tuning option once: its flag, help, choices, who decides it, and whether it names a session.
 
-`TuneSettings` (settings.py) holds the values and their defaults; this table says how each
-one is offered. The command line (`add_tuning_options`), the dashboard's Settings panel and
-`TuneSettings.identity()` are generated from it, so an option cannot be shown in one place
-and forgotten in another.
+`TuneSettings` (settings.py) holds the values and their defaults; this table says how each one
+is offered and which values it takes. The command line (`add_tuning_options`), the dashboard's
+Settings panel, `TuneSettings` validation and `TuneSettings.identity()` are generated from it, so
+an option cannot be shown in one place and forgotten in another.
 
-Levels: `user` options are in `bcd tune --help` and the Settings panel; `research` options
-are accepted on the command line but hidden, documented in experiments/README.md; `internal`
-ones have no flag (search and measurement constants a user never sets).
+Levels: `user` options are in `bcd tune --help` and the Settings panel; `research` options are
+accepted on the command line but hidden (docs/reference.md lists them); `internal` ones have no
+flag (search and measurement constants a user never sets).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
-# "bcd": stock MetaSchedule's scheduler and search, with diffused programs added (seeded.py);
-# "bcd-phased": bcd-algorithm.md's phased schedule (bcd.py), kept to compare with;
-# "metaschedule": the stock baseline. The default first.
-STRATEGIES = ("bcd", "bcd-phased", "metaschedule")
+# "bcd": stock MetaSchedule's scheduler and search with Bayesian Code Diffusion added
+# (tuning/bcd); "metaschedule": the stock baseline. The default first.
+STRATEGIES = ("bcd", "metaschedule")
 STOCK = "metaschedule"
-SEEDED = "bcd"
-PHASED = "bcd-phased"
+BCD = "bcd"
 CLUSTER_MODES = ("loose-sketch", "sketch", "operator")  # values of clustering.ClusterMode, default first
-REPRESENTATIVE_RULES = ("similar", "heaviest")  # values of clustering.RepresentativeRule, default first
-LATE_COST_MODELS = ("metaschedule", "shared")
-FIRST_ROUNDS = ("ranked", "stock", "cold", "by-work", "ranked-cold")  # the default first
-SEARCH_SEEDS = ("own", "all")  # the default first
-MEMBER_FIRST_ROUNDS = ("by-work", "half", "full", "plus")  # the default first
-SERIAL_TWINS = ("on", "off")  # the default first
-MEMORY_FIRST_ROUNDS = ("swap", "after", "beside")  # the default first
 MATH_MODES = ("fast", "exact")  # values of model_import.MathMode, default first
-CPU_CACHE_MODES = ("warm", "flushed")  # how CPU candidates are timed (tuning/cache_flush.py), default first
+LAYOUTS = ("nchw", "blocked")  # values of layout.LayoutMode, default first
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
+ALL_STRATEGIES = STRATEGIES
+# Strategies earlier versions had, with what to use instead: their sessions stay in a store
+# (export and the tuning memory still read their records), but they are not continued.
+RETIRED_STRATEGIES = {
+    "bcd-phased": "bcd, the default, reached stock MetaSchedule's latency sooner on every model both were "
+    "measured on; tune with --strategy bcd",
+}
 
-
-class PriorSource(StrEnum):
-    """bcd-phased: whose programs are diffused into a task (the default first)."""
-
-    AUTO = "auto"  # the cluster's when the model has a large cluster, else the representative's
-    CLUSTER = "cluster"  # every other task of its cluster, faster per FLOP than its own best
-    REPRESENTATIVE = "representative"  # its representative's (bcd-algorithm.md)
-
-
-PRIOR_SOURCES = tuple(PriorSource)
+# Choices that were options once and are settled: sessions still name them in their identity,
+# so that a session stored while they were options is found, and resumed, only if it ran with
+# the value the tuner now always uses.
+SETTLED_IDENTITY: dict[str, tuple[Any, tuple[str, ...]]] = {
+    "cpu_cache": ("warm", ALL_STRATEGIES),
+    "first_round": ("ranked", (BCD,)),
+    "search_seeds": ("own", (BCD,)),
+    "member_first_round": ("by-work", (BCD,)),
+    "serial_twins": ("on", (BCD,)),
+    "memory_first_round": ("swap", (BCD,)),
+}
 
 
 class Level(StrEnum):
     USER = "user"
     RESEARCH = "research"
     INTERNAL = "internal"
-
-
-ALL_STRATEGIES = STRATEGIES
 
 
 @dataclass(frozen=True)
@@ -75,8 +72,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "strategy",
         Level.USER,
-        "bcd (the default: stock MetaSchedule with diffused programs added), bcd-phased (the paper's "
-        "phased schedule), or metaschedule (stock)",
+        "bcd (the default: stock MetaSchedule with Bayesian Code Diffusion added) or metaschedule (stock)",
         "--strategy",
         "Strategy",
         choices=STRATEGIES,
@@ -121,128 +117,23 @@ OPTIONS: tuple[Option, ...] = (
         choices=MATH_MODES,
         identity_of=ALL_STRATEGIES,
     ),
+    Option("kernel_threads", Level.INTERNAL, identity_of=ALL_STRATEGIES),
     Option(
-        "cpu_cache",
+        "layout",
         Level.RESEARCH,
-        "how candidates are timed on a CPU: calls repeated with warm caches as stock MetaSchedule "
-        "does (warm, the default), or each run with its weights and output flushed from the caches, "
-        "as inside a model (flushed)",
-        "--cpu-cache",
-        choices=CPU_CACHE_MODES,
+        "convolutions in the model's own NCHW layout, or blocked: NCHW[x]c with x the CPU target's float32 "
+        "vector width (8 with AVX2, 16 with AVX-512), weights packed at compile time",
+        "--layout",
+        choices=LAYOUTS,
         identity_of=ALL_STRATEGIES,
     ),
-    Option("kernel_threads", Level.INTERNAL, identity_of=ALL_STRATEGIES),
     Option(
         "diffusion_share",
         Level.RESEARCH,
         "share of a round's candidates that may be diffused programs (0 turns diffusion off)",
         "--diffusion-share",
         type=float,
-        identity_of=(SEEDED,),
-    ),
-    Option(
-        "first_round",
-        Level.RESEARCH,
-        "how a task's first round picks candidates: ranked fresh samples, stock's evolutionary search under the "
-        "shared model, that search under random scores until the task has measurements (cold, as stock), or cold "
-        "for tasks with more work than the average task and ranked for the others (by-work), or the shared model's "
-        "best fresh samples beside stock's own first-round picks in place of random ones (ranked-cold)",
-        "--first-round",
-        choices=FIRST_ROUNDS,
-        identity_of=(SEEDED,),
-    ),
-    Option(
-        "search_seeds",
-        Level.RESEARCH,
-        "which measured programs seed a task's evolutionary search: only those its own search found "
-        "(diffused programs compete in their share of a round without steering it), or all its best records",
-        "--search-seeds",
-        choices=SEARCH_SEEDS,
-        identity_of=(SEEDED,),
-    ),
-    Option(
-        "member_first_round",
-        Level.RESEARCH,
-        "size of the first round of a task that received programs from its cluster or the tuning memory: "
-        "half a round (its diffused programs and as many picks of its own), a full one, or by work "
-        "(half for a task with less work than the model's average task, full for the others), or plus "
-        "(as by work, but the heavier tasks measure a whole round of their own picks and the diffused programs on top)",
-        "--member-first-round",
-        choices=MEMBER_FIRST_ROUNDS,
-        identity_of=(SEEDED,),
-    ),
-    Option(
-        "serial_twins",
-        Level.RESEARCH,
-        "whether a task's batches may carry the serial twin of one of its programs (the same program on "
-        "one thread), until twins stop winning",
-        "--serial-twins",
-        choices=SERIAL_TWINS,
-        identity_of=(SEEDED,),
-    ),
-    Option(
-        "memory_first_round",
-        Level.RESEARCH,
-        "when a task whose cluster gives it programs draws on the tuning memory: in its first round too, "
-        "beside its cluster's, in place of own picks (swap) or on top of a half round (beside), or only once "
-        "its cluster-mates have too few (after)",
-        "--memory-first-round",
-        choices=MEMORY_FIRST_ROUNDS,
-        identity_of=(SEEDED,),
-    ),
-    Option(
-        "prior_top_k",
-        Level.RESEARCH,
-        "prior programs a member's diffusion draws on",
-        "--prior-top-k",
-        type=int,
-        metavar="K",
-        identity_of=(PHASED,),
-    ),
-    Option("member_generations", Level.INTERNAL, identity_of=(PHASED,)),
-    Option("representative_round_cap", Level.INTERNAL, identity_of=(PHASED,)),
-    Option("minor_cluster_share", Level.INTERNAL, identity_of=(PHASED,)),
-    Option(
-        "phase_one_patience",
-        Level.RESEARCH,
-        "rounds without a better program that end a representative's phase 1 (0: the paper's rule)",
-        "--phase-one-patience",
-        type=int,
-        metavar="N",
-        identity_of=(PHASED,),
-    ),
-    Option(
-        "representative_rule",
-        Level.RESEARCH,
-        "the task tuned first in each cluster",
-        "--representative",
-        choices=REPRESENTATIVE_RULES,
-        identity_of=(PHASED,),
-    ),
-    Option(
-        "split_heavier_than",
-        Level.RESEARCH,
-        "a member with RATIO times its representative's work is tuned alone (0: never)",
-        "--split-heavier-than",
-        type=float,
-        metavar="RATIO",
-        identity_of=(PHASED,),
-    ),
-    Option(
-        "prior_source",
-        Level.RESEARCH,
-        "whose programs are diffused into a member",
-        "--prior-source",
-        choices=PRIOR_SOURCES,
-        identity_of=(PHASED,),
-    ),
-    Option(
-        "late_cost_model",
-        Level.RESEARCH,
-        "which model ranks phase-3 candidates",
-        "--late-cost-model",
-        choices=LATE_COST_MODELS,
-        identity_of=(PHASED,),
+        identity_of=(BCD,),
     ),
     # Where and how candidates are measured: not part of a session's identity, so a session
     # started locally can be resumed on remote servers (and back).
@@ -292,6 +183,11 @@ OPTIONS_BY_FIELD = {option.field: option for option in OPTIONS}
 def identity_fields(strategy: str) -> tuple[str, ...]:
     """The settings that name a session of `strategy`, in their stored order."""
     return tuple(o.field for o in OPTIONS if strategy in o.identity_of)
+
+
+def settled_identity(strategy: str) -> dict[str, Any]:
+    """What a session of `strategy` records for the settled choices (SETTLED_IDENTITY)."""
+    return {name: value for name, (value, strategies) in SETTLED_IDENTITY.items() if strategy in strategies}
 
 
 def flagged_options(level: Level | None = None) -> tuple[Option, ...]:

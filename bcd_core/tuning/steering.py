@@ -13,7 +13,7 @@ import time
 from bcd_core.clustering import Cluster, cluster_key, cluster_of, cluster_tasks
 from bcd_core.records.states import EventKind, TaskStatus
 from bcd_core.tuning.control import ControlRequest, RequestKind
-from bcd_core.tuning.session import TuningRun
+from bcd_core.tuning.run import TuningRun
 
 SINGLETON_PREFIX = "single:"
 
@@ -63,15 +63,7 @@ class ClusterSteering:
         # explicit choices win.
         sticky = {c.key: c.representative for c in self.clusters}
         overrides = {**sticky, **self.representative_overrides}
-        settings = self.settings
-        clusters = cluster_tasks(
-            self.run.tasks,
-            settings.cluster_mode,
-            self.moved,
-            overrides,
-            settings.representative_rule,
-            settings.split_heavier_than,
-        )
+        clusters = cluster_tasks(self.run.tasks, self.settings.cluster_mode, self.moved, overrides)
         if self.priority:
             rank = {key: i for i, key in enumerate(self.priority)}
             clusters.sort(key=lambda c: (rank.get(c.key, len(rank)), c.id))

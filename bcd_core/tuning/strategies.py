@@ -6,15 +6,10 @@ from collections.abc import Callable
 
 from bcd_core.tuning.bcd import tune_bcd
 from bcd_core.tuning.metaschedule import tune_stock
-from bcd_core.tuning.options import PHASED
-from bcd_core.tuning.seeded import tune_seeded
-from bcd_core.tuning.session import TuningRun
+from bcd_core.tuning.options import BCD, STOCK
+from bcd_core.tuning.run import TuningRun
 
-STRATEGY_RUNNERS: dict[str, Callable[[TuningRun], None]] = {
-    "metaschedule": tune_stock,
-    "bcd": tune_seeded,
-    PHASED: tune_bcd,
-}
+STRATEGY_RUNNERS: dict[str, Callable[[TuningRun], None]] = {STOCK: tune_stock, BCD: tune_bcd}
 
 
 def run_strategy(run: TuningRun) -> None:

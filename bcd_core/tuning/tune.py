@@ -19,8 +19,8 @@ from bcd_core.tuning.channel import ControlChannel
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import Listener, SessionFinished
 from bcd_core.tuning.measure import check_runner
-from bcd_core.tuning.options import SEEDED
-from bcd_core.tuning.session import NEW_SESSION_ADVICE, TuningRun, estimated_latency, prepare_model
+from bcd_core.tuning.options import BCD
+from bcd_core.tuning.run import NEW_SESSION_ADVICE, TuningRun, estimated_latency, prepare_model
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.strategies import run_strategy
 
@@ -52,9 +52,8 @@ def run_session(
         target,
         {k: tuple(v) for k, v in settings.input_shapes.items()},
         settings.cluster_mode,
-        settings.representative_rule,
-        settings.split_heavier_than,
         settings.math,
+        settings.layout,
     )
     store = RecordStore(db_path)
     run = TuningRun(store, prepared, settings, listeners, new_session, started, control, resume_session_id)
@@ -67,10 +66,8 @@ def run_session(
 
 
 def _run_opened_session(run: TuningRun, memory: MemoryRequest) -> TuningRun:
-    if run.resumed and run.session["status"] == SessionStatus.COMPLETED:
-        run.message(
-            EventKind.INFO, f"session {run.session_id} is already complete; nothing to tune ({NEW_SESSION_ADVICE})"
-        )
+    if not run.decision.tunes:
+        run.message(EventKind.INFO, f"{run.decision.reason} ({NEW_SESSION_ADVICE})")
         run.emit(
             SessionFinished(
                 run.session_id,
@@ -98,9 +95,9 @@ def _run_opened_session(run: TuningRun, memory: MemoryRequest) -> TuningRun:
 def attach_memory(run: TuningRun, request: MemoryRequest) -> None:
     """Give a `bcd` run its tuning memory: gathered (and recorded) for a new session, the
     recorded one for a resumed session."""
-    if run.settings.strategy != SEEDED or run.settings.diffusion_share <= 0:
+    if run.settings.strategy != BCD or run.settings.diffusion_share <= 0:
         if request.stores:
-            run.message(EventKind.INFO, f"memory: only the {SEEDED} strategy draws on earlier tunes; not used")
+            run.message(EventKind.INFO, f"memory: only the {BCD} strategy draws on earlier tunes; not used")
         return
 
     def say(text: str) -> None:

@@ -1,32 +1,27 @@
-"""The BCD strategy end to end with real TVM: phases, diffusion provenance, steering, stop
-and resume."""
+"""The `bcd` strategy (stock MetaSchedule with diffused programs added) with real TVM:
+diffused candidates join the search's rounds with provenance, diffusion turned off leaves
+stock's scheduler and search, the control API steers it, and a resume diffuses nothing twice."""
 
 import threading
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from failing_programs import make_every_diffused_program_fail
 
 from bcd_core.clustering import cluster_tasks
-from bcd_core.cost_model import phased
+from bcd_core.cost_model.stored import python_model
 from bcd_core.records.store import RecordStore
-from bcd_core.tuning import phased_priors
-from bcd_core.tuning.bcd import BcdPlan, stalled_rounds
+from bcd_core.tuning.bcd.plan import DIFFUSION_MISSES, BcdPlan, failed_sources, heavier_than_average, own_first_picks
+from bcd_core.tuning.bcd.scheduler import first_round_order, task_gradient
 from bcd_core.tuning.control import TuningControl
-from bcd_core.tuning.events import RoundFinished, SessionMessage
-from bcd_core.tuning.session import prepare_model
+from bcd_core.tuning.events import RoundFinished, SessionMessage, SessionPaused
+from bcd_core.tuning.run import prepare_model
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.tune import run_session
 
-# Diffusion from the representative only (bcd-algorithm.md), which most tests here check;
-# test_cluster_priors_* checks cluster priors, and "auto", the default, that picks between them.
-SETTINGS = TuneSettings(
-    strategy="bcd-phased",
-    trials_per_task=8,
-    trials_per_round=4,
-    representative_round_cap=2,
-    prior_source="representative",
-)
+SETTINGS = TuneSettings(strategy="bcd", trials_per_task=8, trials_per_round=4)
+OWN_ORIGINS = ("evolved", "serial")  # the task's own programs: its search's, and their serial twins
 
 
 @pytest.fixture(scope="module")
@@ -40,396 +35,283 @@ def rows_by_index(store: RecordStore, session_id: int) -> dict[int, dict]:
     return {row["idx"]: row for row in store.tasks(session_id)}
 
 
-def trials_of(store: RecordStore, session_id: int, index: int) -> list[dict]:
-    row_id = rows_by_index(store, session_id)[index]["id"]
-    return store.trials(session_id, task_id=row_id)
+def batches(store: RecordStore, session_id: int) -> dict[int, list[dict]]:
+    """Trials by round (one round = one task's batch)."""
+    by_round: dict[int, list[dict]] = {}
+    for trial in store.trials(session_id):
+        by_round.setdefault(trial["round"], []).append(trial)
+    return by_round
+
+
+def first_batches(store: RecordStore, session_id: int) -> dict[int, tuple[int, list[dict]]]:
+    """Each task's first batch, by task row id: (its round number, its trials)."""
+    first: dict[int, tuple[int, list[dict]]] = {}
+    for number, trials in sorted(batches(store, session_id).items()):
+        first.setdefault(trials[0]["task_id"], (number, trials))
+    return first
 
 
 @pytest.fixture(scope="module")
-def steered(tmp_path_factory, conv_cluster_model: Path, host, layout):
-    """One BCD tune that the test steers while it runs (like a GUI user would)."""
+def seeded(tmp_path_factory, conv_cluster_model: Path):
+    from bcd_core.target import host_target
+
+    db = tmp_path_factory.mktemp("seeded") / "records.db"
+    run = run_session(conv_cluster_model, db, host_target(), SETTINGS)
+    return run, RecordStore(db)
+
+
+# -- pure pieces ----------------------------------------------------------------------------
+def test_task_gradient_is_metaschedules_gradient_rule() -> None:
+    # GradientBased: 0.2 * (best[n-1-3] - best) / 3 + 0.8 * best / n, times the task's weight
+    history = [8.0, 6.0, 5.0, 4.0, 4.0]
+    expected = (0.2 * (6.0 - 4.0) / 3 + 0.8 * 4.0 / 5) * 2
+    assert task_gradient(history, 2.0) == pytest.approx(expected)
+    assert task_gradient([3.0, 2.0], 1.0) == pytest.approx(0.8 * 2.0 / 2)  # too short for a slope
+    assert task_gradient([], 1.0) == float("inf")  # never measured: first
+    assert task_gradient([float("inf")], 1.0) > task_gradient([1.0], 1.0)  # no valid time yet
+
+
+def test_task_gradient_divides_the_best_by_the_trials_spent_in_whole_rounds() -> None:
+    # A light member measured half a first round: its best counts over half a round, so it
+    # outranks a task as fast that measured a whole one; whole rounds give stock's rule.
+    assert task_gradient([2.0], 1.0, rounds_spent=0.5) == pytest.approx(0.8 * 2.0 / 0.5)
+    assert task_gradient([2.0], 1.0, rounds_spent=0.5) > task_gradient([2.0], 1.0, rounds_spent=1.0)
+    assert task_gradient([3.0, 2.0], 1.0, rounds_spent=2.0) == task_gradient([3.0, 2.0], 1.0)
+
+
+def test_first_round_puts_representatives_before_members() -> None:
+    assert first_round_order([0, 3], [1, 2, 4], started=set()) == [0, 3, 1, 2, 4]
+    assert first_round_order([0, 3], [1, 2, 4], started={0, 1}) == [3, 2, 4]
+
+
+def test_a_task_that_diffusion_keeps_missing_receives_no_more() -> None:
+    plan = BcdPlan.__new__(BcdPlan)  # the rule alone, without a tune
+    plan.misses = {}
+    plan.note_diffusion_outcome(3, [], best=1.0)  # no diffused program in the batch: no verdict
+    assert plan.misses == {}
+    for _ in range(DIFFUSION_MISSES - 1):
+        plan.note_diffusion_outcome(3, [2.0, float("inf")], best=1.0)
+    plan.note_diffusion_outcome(3, [0.9], best=0.9)  # one became the task's best: start again
+    assert plan.misses[3] == 0
+    for _ in range(DIFFUSION_MISSES):
+        plan.note_diffusion_outcome(3, [2.0], best=1.0)
+    assert plan.misses[3] == DIFFUSION_MISSES
+
+
+def test_a_heavier_task_keeps_a_whole_first_round_and_a_lighter_one_halves_it() -> None:
+    plan = BcdPlan.__new__(BcdPlan)  # the rule alone, without a tune
+    plan.heavy = {2}
+    assert not plan.halves_first_round(2)
+    assert plan.halves_first_round(0)
+
+
+def test_a_tasks_own_cluster_gives_before_other_models_but_after_its_own_workload(monkeypatch) -> None:
+    """Diffused programs: an earlier tune's programs of the very same workload first, then the
+    cluster's (same model, same sketch), then the memory's most similar tasks' (MobileNetV2's
+    depthwise convolutions given other models' programs first lost their cluster's)."""
+    plan = BcdPlan.__new__(BcdPlan)  # the rule alone, without a tune
+    plan.sketches = {0: ["sketch"]}
+    monkeypatch.setattr(plan, "cluster_of", lambda index: type("Cluster", (), {"size": 3})())
+
+    def from_memory(index: int, count: int, seen: set[int], same_workload: bool = False) -> list[str]:
+        return (["twin"] if same_workload else ["near"] * count)[:count]
+
+    monkeypatch.setattr(plan, "from_memory", from_memory)
+    monkeypatch.setattr(plan, "from_cluster", lambda index, count, seen: ["mate"] * min(count, 2))
+    assert plan.diffused(0, 4, set()) == ["twin", "mate", "mate", "near"]
+    assert plan.diffused(0, 1, set()) == ["twin"]
+    assert plan.diffused(1, 4, set()) == []  # no design space yet
+
+
+def test_failed_sources_are_the_sources_of_carried_programs_without_a_latency() -> None:
+    assert failed_sources([(7, None), (8, 1e-3), (None, None), (9, 0.0)]) == {7, 9}
+
+
+# -- a tune ---------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_diffused_candidates_join_member_rounds_with_provenance(seeded, layout) -> None:
+    run, store = seeded
     _, conv = layout
+    ids_of_task = {}
+    for trial in store.trials(run.session_id):
+        ids_of_task.setdefault(trial["task_id"], set()).add(trial["id"])
+    rows = rows_by_index(store, run.session_id)
+    diffused = [t for t in store.trials(run.session_id) if t["origin"] == "diffused"]
+    assert diffused, "no member received its cluster's programs"
+    for trial in diffused:
+        task = next(index for index, row in rows.items() if row["id"] == trial["task_id"])
+        assert task in conv.members
+        mates = set().union(*(ids_of_task[rows[m]["id"]] for m in conv.members if m != task))
+        assert trial["source_trial_id"] in mates, "provenance names a program of another task of the cluster"
+        assert trial["adaptation"]
+    provenance = [rows[m] for m in conv.followers() if rows[m]["diffused_best_s"] is not None]
+    assert provenance and all(row["diffused_from_trial_id"] is not None for row in provenance)
+
+
+def test_a_task_given_programs_measures_half_a_first_round() -> None:
+    assert own_first_picks(16, 0, half=True) == 16  # nothing diffused: a whole round of its own
+    assert own_first_picks(16, 4, half=True) == 4  # 4 diffused + 4 own: half a round
+    assert own_first_picks(16, 4, half=False) == 12
+    assert own_first_picks(16, 8, half=True) == 8  # never fewer own picks than diffused ones
+    assert own_first_picks(4, 1, half=True) == 1
+    assert own_first_picks(1, 1, half=True) == 0
+
+
+def test_members_first_rounds_are_shorter_when_their_cluster_gave_them_programs(seeded, layout) -> None:
+    """By work (the default): a member given its cluster's programs measures half a first
+    round when it has less work than the model's average task, a whole one otherwise."""
+    run, store = seeded
+    prepared, conv = layout
+    rows = rows_by_index(store, run.session_id)
+    first = first_batches(store, run.session_id)
+    _, rep = first[rows[conv.representative]["id"]]
+    assert len(rep) == SETTINGS.batch_size and not any(t["origin"] == "diffused" for t in rep)
+    heavy = heavier_than_average(prepared.tasks)
+    given = {m: first[rows[m]["id"]][1] for m in conv.followers()}
+    given = {m: batch for m, batch in given.items() if any(t["origin"] == "diffused" for t in batch)}
+    assert set(given) - heavy, "no light member received its cluster's programs in its first round"
+    for member, batch in given.items():
+        assert len(batch) == (SETTINGS.batch_size if member in heavy else SETTINGS.batch_size // 2), member
+
+
+def test_heavier_than_average_counts_only_tasks_with_work(layout) -> None:
+    prepared, _ = layout
+    work = [task.weighted_flops for task in prepared.tasks]
+    heavy = heavier_than_average(prepared.tasks)
+    average = sum(w for w in work if w > 0) / sum(w > 0 for w in work)
+    assert heavy and heavy == {index for index, w in enumerate(work) if w > average}
+    assert heavier_than_average([]) == set()
+
+
+def test_diffusion_only_adds_to_the_search(seeded) -> None:
+    """Each batch keeps the search's own picks: at most a quarter of a batch is diffused, so
+    a wrong guess costs a few trials."""
+    run, store = seeded
+    for _, trials in sorted(batches(store, run.session_id).items()):
+        count = sum(t["origin"] == "diffused" for t in trials)
+        assert count <= max(1, int(SETTINGS.batch_size * SETTINGS.diffusion_share))
+        assert any(t["origin"] in OWN_ORIGINS for t in trials)
+
+
+def test_no_program_is_measured_twice_for_a_task(seeded) -> None:
+    """First rounds, diffused programs and the search's picks come from different places;
+    a program one of them handed out is not measured again when another proposes it."""
+    run, store = seeded
+    programs: dict[int, list[str]] = {}
+    for trial in store.trials(run.session_id):
+        programs.setdefault(trial["task_id"], []).append(trial["trace"])
+    assert all(len(traces) == len(set(traces)) for traces in programs.values())
+
+
+def test_representatives_are_measured_before_members_and_budget_is_spent(seeded, layout) -> None:
+    run, store = seeded
+    prepared, conv = layout
+    rows = rows_by_index(store, run.session_id)
+    first_round = {task_id: number for task_id, (number, _) in first_batches(store, run.session_id).items()}
+    rep = first_round[rows[conv.representative]["id"]]
+    assert all(first_round[rows[m]["id"]] > rep for m in conv.followers())
+    assert sorted(first_round.values()) == list(range(1, len(prepared.tasks) + 1))  # one round each first
+    assert store.session(run.session_id)["trials_done"] == SETTINGS.trials_per_task * len(prepared.tasks)
+
+
+@pytest.mark.slow
+def test_without_diffusion_the_search_is_stocks(tmp_path: Path, conv_cluster_model: Path, host, layout) -> None:
+    """The floor: with diffusion off, every candidate is the task's own (its search's picks and
+    their serial twins) ranked by MetaSchedule's own model, every task gets a round before any
+    gets a second (the gradient scheduler's round robin), and the whole budget is spent."""
+    prepared, _ = layout
+    db = tmp_path / "floor.db"
+    run = run_session(conv_cluster_model, db, host, replace(SETTINGS, diffusion_share=0.0))
+    assert type(python_model(run.cost_model)).__name__ == "XGBModel"  # stock's own model
+    store = RecordStore(db)
+    trials = store.trials(run.session_id)
+    assert trials and all(t["origin"] in OWN_ORIGINS for t in trials)
+    assert any(t["origin"] == "evolved" for t in trials)
+    order = [batch[0]["task_id"] for _, batch in sorted(batches(store, run.session_id).items())]
+    assert len(set(order[: len(prepared.tasks)])) == len(prepared.tasks)
+    assert len(trials) == SETTINGS.trials_per_task * len(prepared.tasks)
+
+
+@pytest.mark.slow
+def test_the_control_api_steers_it(tmp_path: Path, conv_cluster_model: Path, host, layout) -> None:
+    prepared, conv = layout
     member_b, member_c = conv.followers()
+    pool = next(t.index for t in prepared.tasks if t.index not in conv.members)
     control = TuningControl()
-    applied_at: dict[str, int] = {}
+    applied: dict[str, int] = {}
+    pauses: list[bool] = []
 
     def steer(event) -> None:
+        if isinstance(event, SessionPaused):
+            pauses.append(event.paused)
         if isinstance(event, SessionMessage) and event.message == "paused":
-            threading.Timer(1.0, control.resume).start()  # paused for a second, from when it took effect
+            threading.Timer(0.5, control.resume).start()
         if not isinstance(event, RoundFinished):
             return
         if event.round == 1:
-            control.move_task(member_c, None)  # make it a singleton: it must not be diffused
+            control.move_task(member_c, None)  # a singleton now: nothing diffused into it
+            control.set_task_budget(member_b, 4)
+            control.set_cluster_priority([f"single:{member_c}"])  # its first round comes next
             control.pause()
-            applied_at["move"] = event.round
-        if event.task_index == member_b and "skip" not in applied_at:
-            control.skip_task(member_b)  # right after its diffusion round
-            applied_at["skip"] = event.round
+        if event.task_index == pool and "skip" not in applied:
+            control.skip_task(pool)
+            applied["skip"] = event.round
 
-    db = tmp_path_factory.mktemp("bcd") / "records.db"
+    db = tmp_path / "steered.db"
     run = run_session(conv_cluster_model, db, host, SETTINGS, [steer], control=control)
-    return run, RecordStore(db), applied_at
-
-
-@pytest.mark.slow
-def test_representative_is_tuned_first(steered, layout) -> None:
-    run, store, _ = steered
-    _, conv = layout
-    rep_rounds = sorted({t["round"] for t in trials_of(store, run.session_id, conv.representative)})
-    first_rounds = sorted({t["round"] for t in store.trials(run.session_id)})[:2]
-    assert rep_rounds[:2] == first_rounds == [1, 2]  # min(|cluster|, cap=2) rounds before anyone else
-    assert rows_by_index(store, run.session_id)[conv.representative]["is_representative"] == 1
-
-
-def test_member_is_diffused_with_provenance(steered, layout) -> None:
-    run, store, _ = steered
-    _, conv = layout
-    member_b = conv.followers()[0]
-    diffused = [t for t in trials_of(store, run.session_id, member_b) if t["origin"] == "diffused"]
-    assert diffused, "the member's first batch comes from the representative's programs"
-    rep_trial_ids = {t["id"] for t in trials_of(store, run.session_id, conv.representative)}
-    assert {t["source_trial_id"] for t in diffused} <= rep_trial_ids
-    assert all(t["adaptation"] for t in diffused)
-    assert len(diffused) <= max(1, SETTINGS.batch_size // 2)  # a member's round is half a representative's
-    row = rows_by_index(store, run.session_id)[member_b]
-    valid = [t["latency_s"] for t in diffused if t["latency_s"] is not None]
-    assert row["diffused_best_s"] == pytest.approx(min(valid))
-    assert row["diffused_from_trial_id"] in rep_trial_ids
-
-
-def test_control_requests_take_effect_at_the_next_round(steered, layout) -> None:
-    run, store, applied_at = steered
-    _, conv = layout
-    member_b, member_c = conv.followers()
-    # Skip: nothing measured for B after the round in which it was requested.
-    assert max(t["round"] for t in trials_of(store, run.session_id, member_b)) == applied_at["skip"]
-    assert rows_by_index(store, run.session_id)[member_b]["status"] == "skipped"
-    # Move to a singleton: C got its own cluster and was never diffused.
-    assert rows_by_index(store, run.session_id)[member_c]["cluster_key"] == f"single:{member_c}"
-    c_trials = trials_of(store, run.session_id, member_c)
-    assert c_trials and all(t["origin"] == "evolved" for t in c_trials)
+    store = RecordStore(db)
+    rows = rows_by_index(store, run.session_id)
+    by_task = {index: store.trials(run.session_id, task_id=rows[index]["id"]) for index in rows}
+    assert rows[member_c]["cluster_key"] == f"single:{member_c}"
+    assert by_task[member_c] and all(t["origin"] in OWN_ORIGINS for t in by_task[member_c])
+    assert len(by_task[member_b]) <= 4 + SETTINGS.batch_size  # capped (one batch may be in flight)
+    assert rows[pool]["status"] == "skipped"
+    assert len(by_task[pool]) <= 2 * SETTINGS.batch_size  # its first batch, and at most one in flight
     kinds = [(e["kind"], e["message"]) for e in store.events(run.session_id)]
     assert ("info", "paused") in kinds and ("info", "resumed") in kinds
-    assert any(k == "control" and "skip" in m for k, m in kinds)
-    assert any(k == "control" and "move" in m for k, m in kinds)
-    assert run.paused_s >= 0.9  # paused time is not counted as tuning time
+    assert pauses == [True, False]  # the dashboard's cue, not the message text
+    assert sum(k == "control" for k, _ in kinds) == 4
+    assert run.paused_s >= 0.4
     assert store.session(run.session_id)["status"] == "completed"
 
 
-def test_budget_and_metrics(steered, layout) -> None:
-    run, store, _ = steered
-    prepared, _ = layout
-    assert store.session(run.session_id)["trials_done"] <= SETTINGS.trials_per_task * len(prepared.tasks)
-    metrics = store.cost_model_metrics(run.session_id)
-    assert metrics and all(0.0 <= (m["pairwise_accuracy"] or 0.0) <= 1.0 for m in metrics)
-
-
-@pytest.mark.parametrize(
-    ("history", "stalled"),
-    [
-        ([], 0),
-        ([2.0], 0),
-        ([2.0, 1.0], 0),
-        ([2.0, 1.0, 1.0], 1),
-        ([3.0, 2.0, 2.0, 2.0], 2),
-        ([5.0] * 4, 3),
-        ([1.0, 0.98], 0),
-        ([1.0, 0.995, 0.991], 2),  # better by less than 1 %: timing noise, not progress
-    ],
-)
-def test_stalled_rounds_counts_rounds_in_a_row_without_a_better_program(history, stalled) -> None:
-    assert stalled_rounds(history) == stalled
-
-
 @pytest.mark.slow
-def test_a_member_whose_representative_improved_is_worth_a_refresh_round(
-    tmp_path: Path, conv_cluster_model: Path, host, layout
-):
-    _, conv = layout
-    run = run_session(conv_cluster_model, tmp_path / "gain.db", host, SETTINGS)
-    live = run.batch_hooks[0].__self__  # the plan that ran the session
-    plan = BcdPlan(run)  # the plan as it would be for one more round (what a resume builds)
-    rep = conv.representative
-    member, _ = conv.followers()
-    assert all(index in run.best for index in conv.members)
-    # Resuming restores, from the store, what each member's representative had reached when
-    # the member last received programs: a later improvement still earns it a refresh.
-    assert live.representative_best_at_diffusion
-    assert plan.representative_best_at_diffusion == pytest.approx(live.representative_best_at_diffusion)
-
-    # A member whose representative halved its latency since the member's last diffusion
-    # expects at least half of its own work back from the refreshed prior.
-    work = run.tasks[member].weight * run.best[member]
-    plan.representative_best_at_diffusion[member] = run.best[rep]
-    unchanged = plan.expected_gain(member)[1]
-    plan.representative_best_at_diffusion[member] = 2 * run.best[rep]
-    refreshed = plan.expected_gain(member)[1]
-    assert refreshed >= 0.5 * work - 1e-12 and refreshed > unchanged
-    plan.fallbacks.add(member)  # searching on its own: nothing to refresh
-    assert plan.expected_gain(member)[1] == pytest.approx(unchanged)
-
-
-@pytest.mark.slow
-def test_phase_three_prefers_the_round_that_buys_more_latency_per_trial(
-    tmp_path: Path, conv_cluster_model: Path, host, layout
-):
-    _, conv = layout
-    run = run_session(conv_cluster_model, tmp_path / "rate.db", host, SETTINGS)
-    plan = BcdPlan(run)  # the plan as it would be for more rounds
-    plan.total_budget = run.trials_done + 100
-    member, other = conv.followers()
-    plan.skipped = {t.index for t in run.tasks} - {member, other}
-    # No refresh pending (a resumed plan restores one if the representative improved since the
-    # member's diffusion): only the tasks' own gains are compared here.
-    plan.representative_best_at_diffusion.clear()
-    run.rounds_per_task[member] = 1  # its seeded round (half a batch) is still to come
-    run.rounds_per_task[other] = 1
-    plan.moved[other] = f"single:{other}"  # a singleton's next round is a whole batch
-    plan.recluster()
-    assert plan.next_round_trials(member) * 2 == plan.next_round_trials(other) == SETTINGS.batch_size
-    for history in (member, other):
-        run.best_history[history] = [run.best[history]]  # one round, no stall
-    # The member's round is expected to bring 3/4 of the other's gain for half the trials.
-    run.best[member] = run.best[other] * run.tasks[other].weight / run.tasks[member].weight * 0.75
-    assert plan.expected_gain(member)[1] == pytest.approx(0.75 * plan.expected_gain(other)[1])
-    assert plan.next_task() == member
-    run.best[member] /= 2  # now 3/8 of the gain for half the trials
-    assert plan.next_task() == other
-
-
-@pytest.mark.slow
-def test_a_representative_runs_phase_one_until_it_stalls(tmp_path: Path, conv_cluster_model: Path, host, layout):
-    _, conv = layout
-    run = run_session(conv_cluster_model, tmp_path / "patience.db", host, SETTINGS)
-    rep = conv.representative
-    resumed = BcdPlan(run)  # its members were diffused: phase 1 stays over, whatever follows
-    assert rep in resumed.phase_one_cut and not resumed.in_phase_one(conv)
-
-    plan = BcdPlan(run)  # the plan as it was in phase 1, with the full round cap
-    plan.settings = replace(SETTINGS, representative_round_cap=10, phase_one_patience=0)
-    plan.phase_one_scale = plan.extended_phase_one_scale = 1.0
-    plan.phase_one_cut = {c.representative for c in plan.clusters} - {rep}  # only this one in phase 1
-    plan.total_budget = run.trials_done + 100
-    assert plan.phase_one_limit(conv) == 3  # bcd-algorithm.md: min(|C|, 10)
-    plan.settings = replace(plan.settings, phase_one_patience=2)
-    assert plan.phase_one_limit(conv) == 10  # up to the cap while it improves
-    run.rounds_per_task[rep] = 4
-    run.best_history[rep] = [2.0, 1.0, 0.9, 0.8]
-    assert plan.next_task() == rep
-    run.best_history[rep] = [2.0, 1.0, 1.0, 0.995]  # two rounds without a better program (1 %)
-    plan.settings = replace(plan.settings, phase_one_patience=0)
-    assert not plan.in_phase_one(conv)  # past min(|C|, 10) anyway
-    plan.settings = replace(plan.settings, phase_one_patience=3)
-    assert plan.in_phase_one(conv)
-    plan.settings = replace(plan.settings, phase_one_patience=2)
-    assert not plan.in_phase_one(conv) and rep in plan.phase_one_cut
-    assert any("phase 1 ends after 4 of 10 rounds" in e["message"] for e in run.store.events(run.session_id))
-    run.best_history[rep] = [2.0, 1.0, 1.0, 0.995, 0.5]  # better again (in phase 3): still over
-    assert not plan.in_phase_one(conv)
-
-
-@pytest.mark.slow
-def test_stop_then_resume_continues_the_session(tmp_path: Path, conv_cluster_model: Path, host, layout) -> None:
-    control = TuningControl()
-
-    def stop_after_two_rounds(event) -> None:
-        if isinstance(event, RoundFinished) and event.round == 2:
-            control.stop()
-
-    db = tmp_path / "stop.db"
-    first = run_session(conv_cluster_model, db, host, SETTINGS, [stop_after_two_rounds], control=control)
-    store = RecordStore(db)
-    assert store.session(first.session_id)["status"] == "stopped"
-    before = [(t["id"], t["round"], t["trace"]) for t in store.trials(first.session_id)]
-    assert {r for _, r, _ in before} == {1, 2}
-    second = run_session(conv_cluster_model, db, host, SETTINGS)
-    assert second.session_id == first.session_id and second.resumed
-    after = [(t["id"], t["round"], t["trace"]) for t in RecordStore(db).trials(first.session_id)]
-    assert after[: len(before)] == before
-    assert min(r for _, r, _ in after[len(before) :]) == 3
-    assert RecordStore(db).session(first.session_id)["status"] == "completed"
-    # Every member's diffusion round comes before any member's seeded round: the model has
-    # an estimate as early as possible.
-    _, conv = layout
-    member_rounds = [sorted({t["round"] for t in trials_of(store, first.session_id, m)}) for m in conv.followers()]
-    later_rounds = [r for rounds in member_rounds for r in rounds[1:]]
-    assert later_rounds, "the budget leaves the members rounds after diffusion"
-    assert max(rounds[0] for rounds in member_rounds) < min(later_rounds)
-    events = [e["message"] for e in RecordStore(db).events(first.session_id)]
-    assert any("cost model retrained" in m for m in events)
-
-
-@pytest.mark.slow
-def test_the_users_cluster_changes_and_total_budget_survive_a_stop_and_resume(
+def test_a_stopped_session_resumes_without_diffusing_a_program_twice(
     tmp_path: Path, conv_cluster_model: Path, host, layout
 ) -> None:
-    _, conv = layout
-    member_b, member_c = conv.followers()
+    prepared, _ = layout
     control = TuningControl()
-    natural_order: list[str] = []
 
-    def steer(event) -> None:
-        if isinstance(event, RoundFinished) and event.round == 1:
-            control.move_task(member_c, None)  # a singleton: never diffused, also after a resume
-            control.set_cluster_priority(natural_order[::-1])  # the smallest clusters first
-            control.set_total_budget(smaller_total)
-        if isinstance(event, RoundFinished) and event.round == 2:
+    def stop_early(event) -> None:
+        if isinstance(event, RoundFinished) and event.round == len(prepared.tasks) + 1:
             control.stop()
 
-    natural_order.extend(c.key for c in cluster_tasks(layout[0].tasks, SETTINGS.cluster_mode))
-    smaller_total = SETTINGS.trials_per_task * len(layout[0].tasks) - 5
-    db = tmp_path / "changes.db"
-    first = run_session(conv_cluster_model, db, host, SETTINGS, [steer], control=control)
-    left = {row["idx"]: (row["cluster_key"], row["cluster_id"]) for row in RecordStore(db).tasks(first.session_id)}
-    assert left[member_c][0] == f"single:{member_c}"
-
+    db = tmp_path / "resume.db"
+    first = run_session(conv_cluster_model, db, host, SETTINGS, [stop_early], control=control)
+    assert RecordStore(db).session(first.session_id)["status"] == "stopped"
     second = run_session(conv_cluster_model, db, host, SETTINGS)
-    assert second.session_id == first.session_id and second.resumed
-    plan = second.batch_hooks[0].__self__
-    assert plan.cluster_of(member_c).members == [member_c]
-    assert plan.cluster_of(member_b).representative == conv.representative
-    assert [c.key for c in plan.clusters][0] == left[min(left, key=lambda i: left[i][1])][0]
-    assert not [t for t in trials_of(RecordStore(db), first.session_id, member_c) if t["origin"] == "diffused"]
-    assert RecordStore(db).session(first.session_id)["status"] == "completed"
-    assert second.trials_total == smaller_total == len(RecordStore(db).trials(first.session_id))
+    assert second.session_id == first.session_id
+    store = RecordStore(db)
+    trials = store.trials(first.session_id)
+    pairs = [(t["task_id"], t["source_trial_id"]) for t in trials if t["origin"] == "diffused"]
+    assert len(pairs) == len(set(pairs))
+    assert len(trials) == SETTINGS.trials_per_task * len(prepared.tasks)
+    assert store.session(first.session_id)["status"] == "completed"
 
 
 @pytest.mark.slow
-def test_phase_three_ranks_with_metaschedules_model_once_it_has_learnt(
+def test_a_program_whose_diffused_version_failed_is_diffused_nowhere_again(
     tmp_path: Path, conv_cluster_model: Path, host, monkeypatch
 ) -> None:
-    monkeypatch.setattr(phased, "STOCK_WARMUP_SAMPLES", 8)  # the tiny budget's phase 3 is past it
-    run = run_session(conv_cluster_model, tmp_path / "late.db", host, replace(SETTINGS, late_cost_model="metaschedule"))
-    model = run.cost_model._inst
-    assert type(model).__name__ == "PhasedCostModel"  # the Python object behind the FFI wrapper
-    assert model.stock.data_size == run.trials_done  # it learnt from every batch
-    plan = next(hook.__self__ for hook in run.batch_hooks if isinstance(hook.__self__, BcdPlan))  # the live plan
-    # Members past their diffusion and seeded rounds, and singletons past their first round,
-    # had phase-3 rounds; representatives may have too (when phase 1 ended).
-    had_phase_three = set()
-    for cluster in plan.clusters:
-        rounds_before = plan.member_rounds(cluster) if cluster.size > 1 else 1
-        for index in cluster.followers() if cluster.size > 1 else cluster.members:
-            if run.rounds_per_task.get(index, 0) > rounds_before:
-                had_phase_three.add(run.tasks[index].name)
-    now_late = {t.name for t in run.tasks if plan.in_phase_three(t.index)}
-    assert had_phase_three and had_phase_three <= model.late_tasks <= now_late  # phases 1-2: shared model
-    assert any(
-        "ranks candidates with MetaSchedule's XGBModel" in e["message"] for e in run.store.events(run.session_id)
-    )
-    shared_only = run_session(conv_cluster_model, tmp_path / "shared.db", host, SETTINGS)
-    assert type(shared_only.cost_model._inst).__name__ == "SharedXGBModel"
-
-
-@pytest.mark.slow
-def test_loose_sketch_clusters_diffuse_across_epilogues(tmp_path: Path, tiny_mlp: Path, host) -> None:
-    # fused_matmul1_add1_relu1 and fused_matmul2_add2 differ only by the inlined ReLU.
-    settings = replace(
-        SETTINGS, cluster_mode="loose-sketch", trials_per_task=4, trials_per_round=2, representative_round_cap=1
-    )
-    db = tmp_path / "loose.db"
-    run = run_session(tiny_mlp, db, host, settings)
-    store = RecordStore(db)
-    rows = {row["name"]: row for row in store.tasks(run.session_id)}
-    pair = [rows["fused_matmul1_add1_relu1"], rows["fused_matmul2_add2"]]
-    assert pair[0]["cluster_key"] == pair[1]["cluster_key"] and pair[0]["sketch_key"] != pair[1]["sketch_key"]
-    rep, member = sorted(pair, key=lambda row: -row["is_representative"])
-    assert rep["is_representative"] == 1 and member["is_representative"] == 0
-    assert not member["fallback"]
-    diffused = [t for t in store.trials(run.session_id, task_id=member["id"]) if t["origin"] == "diffused"]
-    rep_trial_ids = {t["id"] for t in store.trials(run.session_id, task_id=rep["id"])}
-    assert diffused and {t["source_trial_id"] for t in diffused} <= rep_trial_ids
-    assert member["diffused_best_s"] is not None
-
-
-@pytest.mark.slow
-def test_a_member_far_heavier_than_its_representative_is_tuned_as_a_singleton(
-    tmp_path: Path, uneven_convnet: Path, host
-) -> None:
-    # uneven_convnet: three convolutions in one cluster; the other two have about 2.6 and 5.2
-    # times the representative's work.
-    settings = replace(SETTINGS, trials_per_task=4, trials_per_round=2, representative_round_cap=1)
-    split = replace(settings, split_heavier_than=4)
-    clusters = prepare_model(uneven_convnet, host, cluster_mode=settings.cluster_mode, split_heavier_than=4).clusters
-    heavy = [c for c in clusters if c.key.startswith("heavy:")]
-    assert len(heavy) == 1, "the fixture has one member over 4x its representative's work"
-    heavy_index = heavy[0].representative
-    db = tmp_path / "split.db"
-    run = run_session(uneven_convnet, db, host, split)
-    store = RecordStore(db)
-    rows = rows_by_index(store, run.session_id)
-    assert rows[heavy_index]["cluster_key"] == f"heavy:{heavy_index}" and not rows[heavy_index]["is_representative"]
-    heavy_trials = trials_of(store, run.session_id, heavy_index)
-    assert heavy_trials and all(t["origin"] != "diffused" for t in heavy_trials)  # searched on its own
-    light = next(c for c in run_cluster_rows(rows) if len(c) > 1)
-    member = next(row for row in light if not row["is_representative"])
-    assert any(t["origin"] == "diffused" for t in trials_of(store, run.session_id, member["idx"]))
-    # The split is part of the session's identity: without it, a fresh session (unsplit).
-    plain = run_session(uneven_convnet, db, host, settings)
-    assert plain.session_id != run.session_id
-    assert rows_by_index(store, plain.session_id)[heavy_index]["cluster_key"] != f"heavy:{heavy_index}"
-
-
-def run_cluster_rows(rows: dict[int, dict]) -> list[list[dict]]:
-    """The store's task rows grouped by cluster key."""
-    groups: dict[str, list[dict]] = {}
-    for row in rows.values():
-        groups.setdefault(row["cluster_key"], []).append(row)
-    return list(groups.values())
-
-
-@pytest.mark.slow
-def test_cluster_priors_draw_on_every_other_task_faster_per_flop(
-    tmp_path: Path, conv_cluster_model: Path, host, layout, monkeypatch
-) -> None:
-    prepared, conv = layout
-    settings = replace(SETTINGS, prior_source="cluster")
-    run = run_session(conv_cluster_model, tmp_path / "cluster.db", host, settings)
-    live = run.batch_hooks[0].__self__
-    plan = BcdPlan(run)
-    rep = conv.representative
-    member, other = conv.followers()
-    assert sorted(plan.prior_sources(member)) == sorted([rep, other])
-    assert sorted(plan.prior_sources(rep)) == sorted([member, other])
-    per_flop = {i: run.best[i] / run.tasks[i].flops for i in conv.members}
-    # Only programs faster per FLOP than the task's own best, fastest first.
-    store = RecordStore(tmp_path / "cluster.db")
-    task_of_trial = {t["id"]: t["task_id"] for t in store.trials(run.session_id)}
-    index_of_row = {row_id: index for index, row_id in run.task_row_ids.items()}
-    for task in conv.members:
-        programs = plan.prior_for(task)
-        assert len(programs) <= settings.prior_top_k
-        for trial_id, _ in programs:
-            source = index_of_row[task_of_trial[trial_id]]
-            assert source != task and source in conv.members
-            latency = next(t["latency_s"] for t in store.trials(run.session_id) if t["id"] == trial_id)
-            assert latency / run.tasks[source].flops < per_flop[task]
-    fastest = min(conv.members, key=per_flop.get)
-    assert plan.prior_for(fastest) == []  # nothing in its cluster beats it per FLOP
-    # What a member draws on is the best of its sources per FLOP, scaled to its own FLOPs.
-    expected = min(run.best[s] * run.tasks[member].flops / run.tasks[s].flops for s in (rep, other))
-    assert plan.source_best(member) == pytest.approx(expected)
-    # The representative receives programs too once its phase 1 is over (it is, at the end).
-    assert plan.receives_diffusion(rep) and plan.receives_diffusion(member)
-    # A resumed plan restores what every task's sources had reached at its last diffusion,
-    # or better: a source's batch in flight at that moment is stored before the diffused
-    # batch, so the store cannot tell it apart (the restore errs towards fewer refreshes).
-    assert live.representative_best_at_diffusion
-    restored = plan.representative_best_at_diffusion
-    assert restored and restored.keys() <= live.representative_best_at_diffusion.keys()
-    for task, then in restored.items():
-        assert then <= live.representative_best_at_diffusion[task] * (1 + 1e-9)
-    # "auto" diffuses from the whole cluster only where the model has a large cluster.
-    assert TuneSettings().prior_source == "auto"
-    plan.settings = replace(settings, prior_source="auto")
-    largest = max(c.size for c in cluster_tasks(prepared.tasks, settings.cluster_mode) if not plan.is_minor(c))
-    assert plan.largest_cluster_size == largest == conv.size < phased_priors.AUTO_CLUSTER_PRIORS_MIN_TASKS
-    assert not plan.cluster_priors and plan.prior_sources(member) == [rep]
-    monkeypatch.setattr(phased_priors, "AUTO_CLUSTER_PRIORS_MIN_TASKS", largest)
-    assert plan.cluster_priors and sorted(plan.prior_sources(member)) == sorted([rep, other])
-    # Once it has received programs, a task gets more only when its sources got better since.
-    plan.representative_best_at_diffusion[member] = plan.source_best(member)
-    assert plan.refresh_improvement(member) == 0 and plan.diffusion_batch(member, 4) is None
-    plan.representative_best_at_diffusion[member] = 2 * plan.source_best(member)
-    assert plan.refresh_improvement(member) == pytest.approx(0.5)
-    assert any(t["origin"] == "diffused" for t in trials_of(store, run.session_id, member))
+    """Diffused versions that fail where they land (here each gets a wrong argument shape, so
+    it fails to run; in real tunes, builds that outlast the builder's timeout) cost their source
+    one batch: the source is not diffused into any task again."""
+    make_every_diffused_program_fail(monkeypatch)
+    settings = replace(SETTINGS, trials_per_task=16)
+    run = run_session(conv_cluster_model, tmp_path / "failed.db", host, settings)
+    diffused = [t for t in RecordStore(tmp_path / "failed.db").trials(run.session_id) if t["origin"] == "diffused"]
+    assert diffused and all(t["error"] and t["latency_s"] is None for t in diffused)
+    rounds_of_source: dict[int, set[int]] = {}
+    for trial in diffused:
+        rounds_of_source.setdefault(trial["source_trial_id"], set()).add(trial["round"])
+    assert all(len(rounds) == 1 for rounds in rounds_of_source.values()), rounds_of_source

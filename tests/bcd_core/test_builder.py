@@ -10,9 +10,9 @@ from tvm import te
 from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.target import host_target
-from bcd_core.tuning import builder as builder_module
-from bcd_core.tuning.builder import PooledBuilder, build_candidate
+from bcd_core.tuning.measure import builder as builder_module
 from bcd_core.tuning.measure import make_builder
+from bcd_core.tuning.measure.builder import PooledBuilder, build_candidate
 from bcd_core.tuning.settings import TuneSettings
 
 

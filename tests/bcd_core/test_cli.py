@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_MODEL, shared_model
+from conftest import SAMPLE_MODEL
 
 from bcd_core.tuning.settings import CLUSTER_MODES
 
@@ -22,15 +22,21 @@ def test_inspect_table_lists_tasks_and_every_cluster_mode() -> None:
     assert "fused_matmul" in result.stdout
 
 
-def test_inspect_squeezenet_json_has_27_tasks_in_every_mode() -> None:
-    result = bcd("inspect", str(shared_model("squeezenet1_1.onnx")), "--json")
+def test_inspect_json_lists_the_tasks_a_tune_extracts_and_clusters_them_in_every_mode(
+    conv_cluster_model: Path, host
+) -> None:
+    from bcd_core.tuning.run import prepare_model
+
+    result = bcd("inspect", str(conv_cluster_model), "--json")
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
-    assert len(payload["tasks"]) == 27
-    assert sum(t["weight"] for t in payload["tasks"]) == 39
+    tasks = prepare_model(conv_cluster_model, host).tasks
+    assert [t["name"] for t in payload["tasks"]] == [task.name for task in tasks]
+    assert [t["weight"] for t in payload["tasks"]] == [task.weight for task in tasks]
     for mode in CLUSTER_MODES:
         clusters = payload["clusters"][mode]
-        assert sorted(m for c in clusters for m in c["members"]) == list(range(27))
+        assert sorted(m for c in clusters for m in c["members"]) == list(range(len(tasks)))
+    assert any(len(c["members"]) > 1 for c in payload["clusters"]["loose-sketch"]), "the convolutions share one"
     assert all(t["flops"] >= 0 for t in payload["tasks"])
 
 
@@ -44,27 +50,6 @@ def test_inspect_json_shows_loose_sketch_clusters_across_epilogues(tiny_mlp: Pat
     assert relu["loose_sketch_cluster"] == plain["loose_sketch_cluster"]
     assert relu["sketch_cluster"] != plain["sketch_cluster"]
     assert relu["loose_sketch_representative"] != plain["loose_sketch_representative"]
-
-
-@pytest.mark.slow
-def test_inspect_with_the_heaviest_rule_names_each_clusters_heaviest_task(uneven_convnet: Path) -> None:
-    def inspect(*options: str) -> dict:
-        result = bcd("inspect", str(uneven_convnet), "--json", *options)
-        assert result.returncode == 0, result.stderr
-        return json.loads(result.stdout)
-
-    similar, chosen = inspect(), inspect("--representative", "heaviest")
-    assert (similar["representative_rule"], chosen["representative_rule"]) == ("similar", "heaviest")
-    work = {t["index"]: t["flops"] * t["weight"] for t in chosen["tasks"]}
-    shared = [c for clusters in chosen["clusters"].values() for c in clusters if len(c["members"]) > 1]
-    assert shared, "the three convolutions share a cluster"
-    for cluster in shared:
-        assert cluster["representative"] == max(cluster["members"], key=lambda i: (work[i], -i))
-    assert chosen["clusters"] != similar["clusters"], "the two rules pick different representatives here"
-    split = inspect("--split-heavier-than", "4")
-    assert (split["split_heavier_than"], similar["split_heavier_than"]) == (4, 0)
-    heavy = [c for c in split["clusters"]["loose-sketch"] if c["key"].startswith("heavy:")]
-    assert [len(c["members"]) for c in heavy] == [1], "one convolution has 5x its representative's work"
 
 
 @pytest.mark.parametrize(
@@ -106,77 +91,36 @@ def test_export_from_empty_or_missing_store(tmp_path: Path) -> None:
     assert result.returncode == 2 and "not found" in result.stderr
 
 
-def test_prior_size_and_phase_one_patience_options(tmp_path: Path) -> None:
-    from bcd_core.cli import build_parser, settings_from_args
-    from bcd_core.tuning.settings import TuneSettings
-
-    chosen = build_parser().parse_args(["tune", str(SAMPLE_MODEL), "--prior-top-k", "3", "--phase-one-patience", "0"])
-    assert settings_from_args(chosen).prior_top_k == 3
-    assert settings_from_args(chosen).phase_one_patience == 0
-    default = build_parser().parse_args(["tune", str(SAMPLE_MODEL)])
-    assert settings_from_args(default).prior_top_k == TuneSettings().prior_top_k
-    assert settings_from_args(default).phase_one_patience == TuneSettings().phase_one_patience
-    result = bcd("tune", str(SAMPLE_MODEL), "--phase-one-patience", "-1", "--db", str(tmp_path / "y.db"))
-    assert result.returncode == 2 and "--phase-one-patience" in result.stderr
-    result = bcd("tune", str(SAMPLE_MODEL), "--prior-top-k", "0", "--db", str(tmp_path / "x.db"))
-    assert result.returncode == 2 and "--prior-top-k" in result.stderr
+def test_retired_options_and_strategies_are_refused_with_what_to_use(tmp_path: Path) -> None:
+    result = bcd("tune", str(SAMPLE_MODEL), "--strategy", "bcd-phased", "--db", str(tmp_path / "x.db"))
+    assert result.returncode == 2 and "bcd-phased" in result.stderr and "Traceback" not in result.stderr
+    result = bcd("tune", str(SAMPLE_MODEL), "--first-round", "cold", "--db", str(tmp_path / "x.db"))
+    assert result.returncode == 2 and "--first-round" in result.stderr
     assert not (tmp_path / "x.db").exists()
 
 
-def test_representative_option_reaches_the_settings_and_is_checked() -> None:
-    from bcd_core.cli import build_parser, settings_from_args
+def test_settings_take_only_the_choices_the_options_table_lists() -> None:
+    from bcd_core.tuning.options import OPTIONS
     from bcd_core.tuning.settings import TuneSettings
 
-    chosen = build_parser().parse_args(
-        ["tune", str(SAMPLE_MODEL), "--strategy", "bcd-phased", "--representative", "heaviest"]
-    )
-    assert settings_from_args(chosen).representative_rule == "heaviest"
-    assert "representative_rule" in settings_from_args(chosen).identity()
-    default = build_parser().parse_args(["tune", str(SAMPLE_MODEL)])
-    assert settings_from_args(default).representative_rule == TuneSettings().representative_rule == "similar"
-    with pytest.raises(ValueError, match="representative rule"):
-        TuneSettings(representative_rule="lightest")
-
-
-def test_split_option_reaches_the_settings_and_is_checked(tmp_path: Path) -> None:
-    from bcd_core.cli import build_parser, settings_from_args
-    from bcd_core.tuning.settings import TuneSettings
-
-    chosen = build_parser().parse_args(
-        ["tune", str(SAMPLE_MODEL), "--strategy", "bcd-phased", "--split-heavier-than", "8"]
-    )
-    assert settings_from_args(chosen).split_heavier_than == 8.0
-    assert settings_from_args(chosen).identity()["split_heavier_than"] == 8.0
-    default = build_parser().parse_args(["tune", str(SAMPLE_MODEL)])
-    assert settings_from_args(default).split_heavier_than == TuneSettings().split_heavier_than
-    result = bcd("tune", str(SAMPLE_MODEL), "--split-heavier-than", "0.5", "--db", str(tmp_path / "x.db"))
-    assert result.returncode == 2 and "--split-heavier-than" in result.stderr
-    assert not (tmp_path / "x.db").exists()
-
-
-def test_prior_source_option_reaches_the_settings_and_is_checked() -> None:
-    from bcd_core.cli import build_parser, settings_from_args
-    from bcd_core.tuning.settings import TuneSettings
-
-    chosen = build_parser().parse_args(
-        ["tune", str(SAMPLE_MODEL), "--strategy", "bcd-phased", "--prior-source", "representative"]
-    )
-    assert settings_from_args(chosen).prior_source == "representative"
-    assert settings_from_args(chosen).identity()["prior_source"] == "representative"
-    default = build_parser().parse_args(["tune", str(SAMPLE_MODEL)])
-    assert settings_from_args(default).prior_source == TuneSettings().prior_source == "auto"
-    with pytest.raises(SystemExit):
-        build_parser().parse_args(["tune", str(SAMPLE_MODEL), "--prior-source", "everyone"])
-    with pytest.raises(ValueError, match="prior source"):
-        TuneSettings(prior_source="everyone")
+    rpc = {"tracker": "127.0.0.1:9190", "tracker_key": "k"}  # what the rpc runner needs besides
+    for option in (o for o in OPTIONS if o.choices):
+        for value in option.choices:
+            extra = rpc if (option.field, value) == ("runner", "rpc") else {}
+            assert getattr(TuneSettings(**{option.field: value}, **extra), option.field) == value
+        with pytest.raises(ValueError, match="choose one of"):
+            TuneSettings(**{option.field: "no-such-choice"})
+    with pytest.raises(ValueError, match="retired"):
+        TuneSettings(strategy="bcd-phased")
 
 
 def test_research_knobs_stay_out_of_help_but_still_work() -> None:
     from bcd_core.cli import build_parser, settings_from_args
 
     result = bcd("tune", "--help")
-    assert result.returncode == 0 and "--strategy" in result.stdout and "bcd-phased" in result.stdout
-    for knob in ("--prior-top-k", "--prior-source", "--phase-one-patience", "--representative", "--diffusion-share"):
+    assert result.returncode == 0 and "--strategy" in result.stdout and "metaschedule" in result.stdout
+    assert "bcd-phased" not in result.stdout
+    for knob in ("--seed", "--cluster-mode", "--builder-timeout", "--diffusion-share"):
         assert knob not in result.stdout
     chosen = build_parser().parse_args(["tune", str(SAMPLE_MODEL), "--diffusion-share", "0"])
     assert (

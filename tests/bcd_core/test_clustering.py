@@ -8,7 +8,6 @@ from bcd_core.clustering import (
     cluster_of,
     cluster_tasks,
     cosine_similarity_matrix,
-    heaviest,
     shape_vectors,
 )
 
@@ -97,52 +96,6 @@ def test_moves_and_representative_overrides() -> None:
     assert cluster_of(overridden, 0).followers() == [0, 1, 3]
 
 
-def test_heaviest_rule_picks_the_most_work_not_the_most_similar() -> None:
-    # Three similar small tasks and one large one: "similar" picks a small one, "heaviest"
-    # the one with the largest FLOPs x weight (weight counts: task 1 runs three times).
-    tasks = [
-        FakeTask(0, [[1, 32, 27, 27]], flops=6),
-        FakeTask(1, [[1, 32, 28, 28]], flops=7, weight=3),
-        FakeTask(2, [[1, 32, 26, 26]], flops=6),
-        FakeTask(3, [[1, 1000, 13, 13]], flops=20),
-    ]
-    assert cluster_tasks(tasks, "operator")[0].representative != 3
-    assert cluster_tasks(tasks, "operator", rule="heaviest")[0].representative == 1
-    overridden = cluster_tasks(tasks, "operator", {}, {"conv2d_add_relu": 0}, rule="heaviest")
-    assert overridden[0].representative == 0  # the user's choice still wins
-    assert heaviest([2.0, 5.0, 5.0]) == 1  # ties: the first
-    with pytest.raises(ValueError):
-        heaviest([])
-    with pytest.raises(ValueError):
-        cluster_tasks(tasks, "operator", rule="lightest")
-
-
-def test_a_member_far_heavier_than_its_representative_becomes_a_singleton() -> None:
-    # Three small similar tasks and one with 18x the representative's work (task 2: 5 x 2).
-    tasks = [
-        FakeTask(0, [[1, 32, 27, 27]], flops=6),
-        FakeTask(1, [[1, 32, 28, 28]], flops=6),
-        FakeTask(2, [[1, 32, 26, 26]], flops=5, weight=2),
-        FakeTask(3, [[1, 1000, 13, 13]], flops=180),
-    ]
-    whole = cluster_tasks(tasks, "operator")
-    assert [c.members for c in whole] == [[0, 1, 2, 3]] and whole[0].representative == 2
-    split = cluster_tasks(tasks, "operator", split_heavier_than=8)
-    heavy = cluster_of(split, 3)
-    assert (heavy.key, heavy.members, heavy.representative) == ("heavy:3", [3], 3)
-    assert cluster_of(split, 0).members == [0, 1, 2] and cluster_of(split, 0).representative == 2
-    assert [c.id for c in split] == [0, 1] and split[0] is heavy  # priority: the most work first
-    # More than the ratio, not equal to it.
-    assert len(cluster_tasks(tasks, "operator", split_heavier_than=18)) == 1
-    assert len(cluster_tasks(tasks, "operator", split_heavier_than=17.9)) == 2
-    # The user's placement wins: a task they moved back stays where they put it, and a
-    # representative they chose is never split off its own cluster.
-    moved_back = cluster_tasks(tasks, "operator", moved={3: "conv2d_add_relu"}, split_heavier_than=8)
-    assert cluster_of(moved_back, 3).members == [0, 1, 2, 3]
-    chosen = cluster_tasks(tasks, "operator", representative_overrides={"conv2d_add_relu": 3}, split_heavier_than=8)
-    assert cluster_of(chosen, 3).representative == 3 and cluster_of(chosen, 3).size == 4
-
-
 @pytest.mark.parametrize("seed", range(5))
 def test_every_task_in_exactly_one_cluster(seed: int) -> None:
     rng = np.random.default_rng(seed)
@@ -155,12 +108,9 @@ def test_every_task_in_exactly_one_cluster(seed: int) -> None:
         )
         for i in range(30)
     ]
-    for ratio in (0, 1, 3):
-        clusters = cluster_tasks(tasks, "operator", split_heavier_than=ratio)
-        members = sorted(m for c in clusters for m in c.members)
-        assert members == list(range(30))
-        assert all(c.representative in c.members for c in clusters)
-        assert len({c.key for c in clusters}) == len(clusters)
-        for cluster in clusters:  # what is left in a cluster is within the ratio
-            limit = ratio * tasks[cluster.representative].flops
-            assert ratio == 0 or all(tasks[m].flops <= limit for m in cluster.members)
+    clusters = cluster_tasks(tasks, "operator")
+    members = sorted(m for c in clusters for m in c.members)
+    assert members == list(range(30))
+    assert all(c.representative in c.members for c in clusters)
+    assert len({c.key for c in clusters}) == len(clusters)
+    assert {c.key for c in clusters} == {t.operator_key for t in tasks}

@@ -4,11 +4,8 @@ import numpy as np
 import pytest
 from tvm.s_tir import meta_schedule as ms
 
-from bcd_core.cost_model.cold_task import ColdUntilMeasured
 from bcd_core.cost_model.metrics import batch_metrics, pairwise_accuracy, spearman, topk_recall
-from bcd_core.cost_model.phased import PhasedCostModel, stored_runner_result
-from bcd_core.cost_model.stored import StoredBatch, learn_stored
-from bcd_core.cost_model.xgb import SharedXGBModel, aggregate_features
+from bcd_core.cost_model.stored import StoredBatch, learn_stored, stored_runner_result
 from bcd_core.model_import import import_model
 from bcd_core.tasks import extract_tasks
 
@@ -27,13 +24,6 @@ def test_ranking_metrics() -> None:
     assert batch_metrics([1, 2, 3], [1, 2, 3])["samples"] == 3
 
 
-def test_aggregate_features_shape() -> None:
-    per_store = np.arange(2 * 164, dtype=float).reshape(2, 164)
-    out = aggregate_features(per_store)
-    assert out.shape == (329,) and out[-1] == 2
-    assert aggregate_features(np.zeros((0, 164))).shape == (329,)
-
-
 def conv_context_and_candidates(tiny_convnet: Path, host) -> tuple[ms.TuneContext, list]:
     task = next(t for t in extract_tasks(import_model(tiny_convnet).relax_mod, host) if "conv2d" in t.name)
     strategy = ms.search_strategy.EvolutionarySearch(population_size=16, init_min_unmeasured=16)
@@ -50,62 +40,6 @@ def conv_context_and_candidates(tiny_convnet: Path, host) -> tuple[ms.TuneContex
     candidates = list(context.generate_measure_candidates())
     assert len(candidates) >= 8
     return context, candidates
-
-
-def synthetic_latencies(features: np.ndarray) -> list[float]:
-    """A learnable target over real features: latency grows with the most varied feature."""
-    column = int(np.argmax(features.std(axis=0)))
-    return list(1e-4 * (1.0 + features[:, column] - features[:, column].min()))
-
-
-def test_shared_model_learns_and_fine_tunes(tiny_convnet: Path, host) -> None:
-    context, candidates = conv_context_and_candidates(tiny_convnet, host)
-    model = SharedXGBModel(num_threads=1, seed=0)
-    latencies = synthetic_latencies(model.featurize(context, candidates))
-    model.pretrain(context, candidates, latencies)
-    model.train_full()
-    predicted = model.predict(context, candidates)
-    assert pairwise_accuracy(predicted, [1 / lat for lat in latencies]) > 0.8
-    before = model.finetunings
-    model.finetune(range(0, len(candidates)))
-    assert model.finetunings == before + 1 and model.booster is not None
-
-
-def test_phased_model_ranks_late_tasks_with_metaschedules_model_once_it_has_learnt(tiny_convnet: Path, host) -> None:
-    context, candidates = conv_context_and_candidates(tiny_convnet, host)
-    shared = SharedXGBModel(num_threads=1, seed=0)
-    latencies = synthetic_latencies(shared.featurize(context, candidates))
-    stock = ms.cost_model.XGBModel(num_warmup_samples=len(candidates), num_tuning_cores=1)
-    phased = PhasedCostModel(shared, stock)._inst
-    name = str(context.task_name)
-    phased.pretrain(context, candidates[:-1], latencies[:-1])
-    phased.train_full()
-    phased.late_tasks.add(name)
-    assert not phased.stock_ready()  # one sample short of its warm-up: the shared model ranks
-    assert phased.model_for(name) is phased.shared
-    phased.pretrain(context, candidates[-1:], [None])  # a failed measurement counts as a sample
-    assert phased.stock_ready() and phased.model_for(name) is phased.stock
-    assert phased.model_for("another_task") is phased.shared  # not in phase 3
-    # Past its warm-up the stock model is deterministic (before, it returns random scores).
-    np.testing.assert_array_equal(phased.predict(context, candidates), phased.stock.predict(context, candidates))
-
-
-def test_a_task_is_ranked_at_random_until_it_has_measurements(tiny_convnet: Path, host) -> None:
-    """`--first-round cold`: a task's search sees stock's warm-up scores (random) until its own
-    first batch is back, even when the shared model has learnt from other tasks."""
-    context, candidates = conv_context_and_candidates(tiny_convnet, host)
-    shared = ms.cost_model.XGBModel(num_warmup_samples=len(candidates), num_tuning_cores=1)
-    results = [ms.runner.RunnerResult(run_secs=[1e-4 * (1 + i % 5)], error_msg=None) for i in range(len(candidates))]
-    shared.update(context, candidates, results)  # past its warm-up: deterministic scores
-    learnt = shared.predict(context, candidates)
-    cold = ColdUntilMeasured(shared, seed=3, measured=False)._inst
-    first, second = cold.predict(context, candidates), cold.predict(context, candidates)
-    assert ((first >= 0) & (first < 1)).all() and not np.array_equal(first, second)
-    assert not np.allclose(first, learnt)
-    cold.update(context, candidates[:1], results[:1])  # its own batch came back
-    np.testing.assert_array_equal(cold.predict(context, candidates), learnt)
-    resumed = ColdUntilMeasured(shared, seed=3, measured=True)._inst  # a task measured before a resume
-    np.testing.assert_array_equal(resumed.predict(context, candidates), learnt)
 
 
 def test_stored_measurements_train_metaschedules_model_once_to_the_same_model(tiny_convnet: Path, host) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from bcd_core.records.store import RecordStore
 from bcd_core.target import host_target
-from bcd_core.tuning.session import ROUNDS_BEFORE_GIVING_UP
+from bcd_core.tuning.run import ROUNDS_BEFORE_GIVING_UP
 from bcd_core.tuning.settings import CPU_BUILDER_TIMEOUT_S, GPU_BUILDER_TIMEOUT_S, TuneSettings
 from bcd_core.tuning.tune import run_session
 

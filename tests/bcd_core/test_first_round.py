@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from tvm.s_tir import meta_schedule as ms
 
-from bcd_core.tuning.first_round import module_hash, ranked_samples, sample_population, top_ranked
-from bcd_core.tuning.session import prepare_model
+from bcd_core.tuning.bcd.first_round import module_hash, ranked_samples, sample_population, top_ranked
+from bcd_core.tuning.run import prepare_model
 
 
 @pytest.fixture(scope="module")

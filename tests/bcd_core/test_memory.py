@@ -24,9 +24,9 @@ from bcd_core.records.states import CARRIED_ORIGINS, REMEMBERED_ORIGINS, SEARCH_
 from bcd_core.records.store import RecordStore
 from bcd_core.target import host_target, target_key
 from bcd_core.tasks import Task
+from bcd_core.tuning.bcd.plan import heavier_than_average
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import RoundFinished, SessionMessage
-from bcd_core.tuning.seeded import heavier_than_average
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.tune import run_session
 
@@ -145,33 +145,28 @@ def first_round_origins(db: Path, session_id: int) -> dict[int, list[str]]:
 
 
 @pytest.mark.slow
-def test_beside_hands_the_memorys_programs_to_a_task_its_cluster_already_gave_some(
+def test_a_member_given_its_clusters_programs_draws_on_the_memory_in_its_first_round_too(
     tmp_path: Path, remembered_store, second_model
 ) -> None:
-    """--memory-first-round beside and swap: a cluster member's first round carries the
-    memory's programs as well as its cluster's, within one round, and with swap (the default)
-    in place of own picks (no more trials than after's); after hands them only later."""
-    # Rounds of 8 give a light member a half round of 2 cluster's and 2 own picks, so swap
-    # has an own pick to trade (rounds of 4: one of each, and the twin takes the own pick).
-    round_size = 8
+    """A cluster member's first round carries the memory's programs as well as its cluster's,
+    in place of own picks: no more trials than the same round without memory."""
+    # Rounds of 8 give a light member a half round of 2 cluster's and 2 own picks, so the
+    # memory has an own pick to take (rounds of 4: one of each, and the twin takes the own pick).
+    settings = replace(SETTINGS, trials_per_round=8)
     rounds = {}
-    for rule in ("after", "beside", "swap"):
-        db = copy_store(remembered_store, tmp_path / f"{rule}.db")
-        settings = replace(SETTINGS, trials_per_round=round_size, memory_first_round=rule)
-        run = run_session(second_model, db, host_target(), settings, memory=MemoryRequest())
-        rounds[rule] = first_round_origins(db, run.session_id)
-    members_of = {}
-    for rule, by_task in rounds.items():
-        members_of[rule] = {task: origins for task, origins in by_task.items() if "diffused" in origins}
-        assert members_of[rule], f"{rule}: no task was given its cluster's programs in its first round"
-        for origins in members_of[rule].values():
-            assert len(origins) <= round_size
-            remembered = set(origins) & set(REMEMBERED_ORIGINS)
-            assert bool(remembered) == (rule != "after"), f"{rule}: first round {origins}"
-    both = members_of["swap"].keys() & members_of["after"].keys()  # the same tasks: copies of one store
-    assert both, "no task was a member given its cluster's programs under both rules"
+    for name, memory in (("memory", MemoryRequest()), ("cold", COLD)):
+        db = copy_store(remembered_store, tmp_path / f"{name}.db")
+        run = run_session(second_model, db, host_target(), settings, memory=memory)
+        by_task = first_round_origins(db, run.session_id)
+        rounds[name] = {task: origins for task, origins in by_task.items() if "diffused" in origins}
+        assert rounds[name], f"{name}: no task was given its cluster's programs in its first round"
+    for origins in rounds["memory"].values():
+        assert len(origins) <= 8 and set(origins) & set(REMEMBERED_ORIGINS), origins
+    assert not any(set(o) & set(REMEMBERED_ORIGINS) for o in rounds["cold"].values())
+    both = rounds["memory"].keys() & rounds["cold"].keys()  # the same tasks: copies of one store
+    assert both, "no task was a member given its cluster's programs in both tunes"
     for task in both:
-        assert len(members_of["swap"][task]) == len(members_of["after"][task]), f"swap lengthened task {task}'s round"
+        assert len(rounds["memory"][task]) == len(rounds["cold"][task]), f"memory lengthened task {task}'s round"
 
 
 @pytest.mark.slow
@@ -223,15 +218,15 @@ def test_the_same_workload_is_reused_unchanged_and_may_seed_the_search(
 def test_another_stores_program_whose_adapted_version_failed_is_diffused_nowhere_again(
     tmp_path: Path, remembered_store, sibling_model, monkeypatch
 ) -> None:
-    """As a cluster-mate's program (test_seeded.py): here every adapted program gets a wrong
+    """As a cluster-mate's program (test_bcd.py): here every adapted program gets a wrong
     argument shape, so it fails to run wherever it lands."""
     from bcd_core.memory.recall import TuningMemory
-    from bcd_core.tuning.seeded import SeededPlan
+    from bcd_core.tuning.bcd.plan import BcdPlan
 
     offered: list[tuple[set, set]] = []  # (programs the memory offered, those known to have failed)
     given: list[tuple[set, set]] = []  # (programs handed to a task, those known to have failed)
     failed_now: set = set()
-    programs, from_memory = TuningMemory.programs, SeededPlan.from_memory
+    programs, from_memory = TuningMemory.programs, BcdPlan.from_memory
 
     def spy_programs(self, *args, **kwargs):
         found = programs(self, *args, **kwargs)
@@ -249,7 +244,7 @@ def test_another_stores_program_whose_adapted_version_failed_is_diffused_nowhere
 
     make_every_diffused_program_fail(monkeypatch)
     monkeypatch.setattr(TuningMemory, "programs", spy_programs)
-    monkeypatch.setattr(SeededPlan, "from_memory", spy_from_memory)
+    monkeypatch.setattr(BcdPlan, "from_memory", spy_from_memory)
     team = copy_store(remembered_store, tmp_path / "team.db")
     run, _ = tune(sibling_model, tmp_path / "mine.db", MemoryRequest(stores=(str(team),)))
     remembered = memory_trials(tmp_path / "mine.db", run.session_id)
@@ -311,8 +306,8 @@ def test_tunes_for_another_target_are_never_drawn_on(tmp_path: Path, first_model
 
 
 def test_tunes_timed_with_other_caches_are_never_drawn_on(tmp_path: Path) -> None:
-    """Warm timings (sessions stored before the option, or --cpu-cache warm) read faster than
-    flushed ones: a tune draws only on sessions timed as it is, and says why not on others."""
+    """Warm timings read faster than flushed ones (which older stores may hold): a tune draws
+    only on sessions timed as it is, and says why not on others."""
     from bcd_core.memory.recall import sessions_on_target
 
     store = RecordStore(tmp_path / "store.db")
@@ -427,12 +422,6 @@ def test_inspect_lists_what_each_task_would_draw_on(remembered_store, second_mod
     for task in drawing:  # by default a cluster's later tasks get memory's programs beside their cluster's
         when = "first-round" if task["loose_sketch_representative"] else "beside-cluster"
         assert task["memory_when"] in ("same-workload", when)
-    args = ["inspect", str(second_model), "--db", str(remembered_store), "--memory-first-round", "after", "--json"]
-    assert main(args) == 0
-    after = {t["index"]: t["memory_when"] for t in json.loads(capsys.readouterr().out)["tasks"]}
-    for task in drawing:  # with after, only once their cluster-mates' programs are too few
-        changed = task["memory_when"] == "beside-cluster"
-        assert after[task["index"]] == ("after-cluster" if changed else task["memory_when"])
     assert main(["inspect", str(second_model), "--db", str(remembered_store)]) == 0
     out = capsys.readouterr().out
     assert "would draw on memory" in out and "beside their cluster-mates' programs" in out

@@ -6,8 +6,8 @@ import argparse
 from dataclasses import fields
 
 from bcd_core.cli import build_parser, settings_from_args
-from bcd_core.tuning.options import OPTIONS, PHASED, Level, flagged_options, identity_fields
-from bcd_core.tuning.settings import IDENTITY_BEFORE_KEYS, TuneSettings
+from bcd_core.tuning.options import OPTIONS, SETTLED_IDENTITY, STRATEGIES, Level, flagged_options, identity_fields
+from bcd_core.tuning.settings import TuneSettings
 
 MAX_TUNE_OPTIONS = 17  # what a first-time user reads in `bcd tune --help` (memory: --memory, --no-memory; --math)
 
@@ -29,13 +29,23 @@ def test_every_setting_is_in_the_table_once() -> None:
 
 
 def test_identity_follows_the_table() -> None:
-    assert list(TuneSettings(strategy="metaschedule").identity()) == list(identity_fields("metaschedule"))
-    assert {"diffusion_share", "first_round"} <= set(TuneSettings().identity())
-    phased = TuneSettings(strategy=PHASED, late_cost_model="metaschedule").identity()
-    assert phased["late_cost_model"] == "metaschedule" and "diffusion_share" not in phased
-    assert set(IDENTITY_BEFORE_KEYS) <= set(identity_fields(PHASED))
-    for strategy in ("bcd", PHASED, "metaschedule"):  # measurement place never names a session
+    stock = TuneSettings(strategy="metaschedule").identity()
+    assert list(stock) == [*identity_fields("metaschedule"), "cpu_cache"]
+    assert "diffusion_share" in TuneSettings().identity() and "diffusion_share" not in stock
+    for strategy in STRATEGIES:  # measurement place never names a session
         assert not {"runner", "tracker", "tracker_key", "builder_timeout_s"} & set(identity_fields(strategy))
+
+
+def test_a_bcd_session_names_the_settled_choices_as_sessions_stored_them() -> None:
+    """Choices that were options once (first_round, serial_twins, ...) stay in a session's
+    identity with the value the tuner now always uses, so an older session that ran with it is
+    still found, and one that ran otherwise is not."""
+    identity = TuneSettings().identity()
+    for name, (value, strategies) in SETTLED_IDENTITY.items():
+        assert ("bcd" in strategies) == (name in identity)
+        if name in identity:
+            assert identity[name] == value
+        assert not hasattr(TuneSettings(), name)
 
 
 def test_tune_help_shows_user_options_only() -> None:
@@ -50,11 +60,11 @@ def test_tune_help_shows_user_options_only() -> None:
 
 
 def test_every_flag_reaches_the_settings() -> None:
-    args = ["tune", "m.onnx", "--strategy", PHASED, "--seed", "7", "--cluster-mode", "sketch"]
-    args += ["--builder-timeout", "3", "--late-cost-model", "metaschedule", "--trials-per-round", "4"]
+    args = ["tune", "m.onnx", "--strategy", "metaschedule", "--seed", "7", "--cluster-mode", "sketch"]
+    args += ["--builder-timeout", "3", "--diffusion-share", "0.1", "--trials-per-round", "4"]
     settings = settings_from_args(build_parser().parse_args(args))
-    assert (settings.strategy, settings.seed, settings.cluster_mode) == (PHASED, 7, "sketch")
-    assert (settings.builder_timeout_s, settings.late_cost_model, settings.trials_per_round) == (3.0, "metaschedule", 4)
+    assert (settings.strategy, settings.seed, settings.cluster_mode) == ("metaschedule", 7, "sketch")
+    assert (settings.builder_timeout_s, settings.diffusion_share, settings.trials_per_round) == (3.0, 0.1, 4)
     defaults = settings_from_args(build_parser().parse_args(["tune", "m.onnx"]))
     assert defaults == TuneSettings()
 
@@ -67,18 +77,26 @@ def test_bench_takes_its_strategies_from_strategies() -> None:
 
 def test_a_session_stored_before_an_identity_key_existed_is_still_continued(tmp_path) -> None:
     from bcd_core.records.store import RecordStore
-    from bcd_core.tuning.session import find_session_to_continue
+    from bcd_core.tuning.continuation import find_session_to_continue
 
     store = RecordStore(tmp_path / "r.db")
-    before = TuneSettings(search_seeds="all")  # what bcd sessions ran with before the key existed
-    older = {k: v for k, v in before.identity().items() if k != "search_seeds"}
+    today = TuneSettings()
+    # Stored before `kernel_threads` was recorded: it ran on TVM's default, so it is found only
+    # by a tune on TVM's default threads, not by one on every core.
+    older = {k: v for k, v in TuneSettings(kernel_threads=0).identity().items() if k != "kernel_threads"}
     stored = store.create_session(
         model_path="m.onnx", model_hash="h", target="{}", target_key="t", strategy="bcd", settings=older
     )
-    assert find_session_to_continue(store, "h", "t", before)["id"] == stored
-    assert find_session_to_continue(store, "h", "t", TuneSettings(search_seeds="own")) is None  # another search
-    assert find_session_to_continue(store, "h", "t", TuneSettings(search_seeds="all", seed=1)) is None
-    newer = store.create_session(
-        model_path="m.onnx", model_hash="h", target="{}", target_key="t", strategy="bcd", settings=before.identity()
+    assert find_session_to_continue(store, "h", "t", TuneSettings(kernel_threads=0))["id"] == stored
+    assert today.kernel_threads != 0 and find_session_to_continue(store, "h", "t", today) is None
+    assert find_session_to_continue(store, "h", "t", TuneSettings(kernel_threads=0, seed=1)) is None
+    # A session that ran with another value of a settled choice is never found.
+    other = {**TuneSettings(kernel_threads=0).identity(), "first_round": "cold"}
+    store.create_session(
+        model_path="m.onnx", model_hash="h", target="{}", target_key="t", strategy="bcd", settings=other
     )
-    assert find_session_to_continue(store, "h", "t", before)["id"] == newer  # the newest first
+    assert find_session_to_continue(store, "h", "t", TuneSettings(kernel_threads=0))["id"] == stored
+    newer = store.create_session(
+        model_path="m.onnx", model_hash="h", target="{}", target_key="t", strategy="bcd", settings=today.identity()
+    )
+    assert find_session_to_continue(store, "h", "t", today)["id"] == newer

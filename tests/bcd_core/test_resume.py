@@ -144,54 +144,48 @@ def test_resume_refuses_a_session_whose_model_or_target_changed(tiny_convnet: Pa
     assert committed_trials(db) == before
 
 
-def test_a_phased_session_written_before_an_identity_key_resumes_with_what_it_ran() -> None:
+def test_a_session_of_a_retired_strategy_or_choice_is_refused_with_what_to_do() -> None:
     import json
 
-    from bcd_core.tuning.session import settings_of_session, stored_identity
-    from bcd_core.tuning.settings import IDENTITY_BEFORE_KEYS, TuneSettings
+    from bcd_core.errors import StoreError
+    from bcd_core.tuning.run import settings_of_session, stored_identity
+    from bcd_core.tuning.settings import TuneSettings
 
-    today = TuneSettings(strategy="bcd-phased").identity()
-    older = {k: v for k, v in today.items() if k not in IDENTITY_BEFORE_KEYS}
-    session = {"strategy": "bcd-phased", "settings": json.dumps(older)}
+    phased = {"id": 3, "strategy": "bcd-phased", "settings": json.dumps({"trials_per_task": 8})}
+    with pytest.raises(StoreError, match="retired.*--strategy bcd"):
+        settings_of_session(phased, TuneSettings())
+    cold = {"id": 4, "strategy": "bcd", "settings": json.dumps({**TuneSettings().identity(), "first_round": "cold"})}
+    with pytest.raises(StoreError, match="first_round=cold.*new session"):
+        settings_of_session(cold, TuneSettings())
+    today = TuneSettings(seed=5, diffusion_share=0.1)
+    session = {"id": 5, "strategy": "bcd", "settings": json.dumps(today.identity())}
     resumed = settings_of_session(session, TuneSettings())
-    assert (resumed.prior_source, resumed.split_heavier_than, resumed.representative_rule) == (
-        "representative",
-        0.0,
-        "similar",
-    )
-    assert resumed.identity() == stored_identity(session)
-    # A session that stored the keys keeps its own values; a stock session has none of them.
-    assert stored_identity({"strategy": "bcd-phased", "settings": json.dumps(today)}) == today
+    assert (resumed.seed, resumed.diffusion_share) == (5, 0.1)
+    assert resumed.identity() == stored_identity(session) == today.identity()
     stock = TuneSettings(strategy="metaschedule").identity()
     assert stored_identity({"strategy": "metaschedule", "settings": json.dumps(stock)}) == stock
 
 
-def test_a_session_stored_before_the_math_and_cpu_cache_options_resumes_as_it_ran(tmp_path) -> None:
-    """Sessions written before `math` and `cpu_cache` existed imported exact functions and timed
-    candidates with warm caches: resuming one must too (its tasks hold libm's erf, its latencies
-    are warm), and a tune with today's default math (fast) or flushed timing must not continue it."""
+def test_a_session_stored_before_the_math_option_resumes_as_it_ran(tmp_path) -> None:
+    """Sessions written before `math` existed imported exact functions: resuming one must too
+    (its tasks hold libm's erf), and a tune with today's default math (fast) must not continue it."""
     from bcd_core.records.store import RecordStore
-    from bcd_core.tuning.session import find_session_to_continue, settings_of_session
+    from bcd_core.tuning.continuation import find_session_to_continue
+    from bcd_core.tuning.run import settings_of_session
     from bcd_core.tuning.settings import TuneSettings
 
     store = RecordStore(tmp_path / "old.db")
     ids = {}
-    added_later = ("math", "cpu_cache")
-    for strategy in ("bcd", "bcd-phased", "metaschedule"):
-        older = {k: v for k, v in TuneSettings(strategy=strategy).identity().items() if k not in added_later}
-        older.update({"search_seeds": "all", "member_first_round": "full"} if strategy == "bcd" else {})
+    for strategy in ("bcd", "metaschedule"):
+        older = {k: v for k, v in TuneSettings(strategy=strategy).identity().items() if k not in ("math", "cpu_cache")}
         ids[strategy] = store.create_session(
             model_path="m.onnx", model_hash="h", target="t", target_key="k", strategy=strategy, settings=older
         )
     for strategy, sid in ids.items():
-        before = {"strategy": strategy, "search_seeds": "all", "member_first_round": "full"}
-        today = TuneSettings(**before)
-        assert (today.math, today.cpu_cache) == ("fast", "warm")
+        today = TuneSettings(strategy=strategy)
+        assert today.math == "fast"
         assert find_session_to_continue(store, "h", "k", today) is None
-        flushed = TuneSettings(**before, math="exact", cpu_cache="flushed")
-        assert find_session_to_continue(store, "h", "k", flushed) is None
-        found = find_session_to_continue(store, "h", "k", TuneSettings(**before, math="exact"))
+        found = find_session_to_continue(store, "h", "k", TuneSettings(strategy=strategy, math="exact"))
         assert found is not None and found["id"] == sid
-        resumed = settings_of_session(found, TuneSettings())
-        assert (resumed.math, resumed.cpu_cache) == ("exact", "warm")
+        assert settings_of_session(found, TuneSettings()).math == "exact"
     store.close()

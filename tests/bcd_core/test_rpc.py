@@ -23,8 +23,8 @@ from tvm.s_tir import meta_schedule as ms
 
 from bcd_core import cli
 from bcd_core.records.store import RecordStore
-from bcd_core.tuning import remote
 from bcd_core.tuning.events import RoundFinished, SessionFinished
+from bcd_core.tuning.measure import remote
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.tune import run_session
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from bcd_core.records.store import RecordStore
 from bcd_core.target import host_target
-from bcd_core.tuning.session import prepare_model
+from bcd_core.tuning.run import prepare_model
 from bcd_core.untuned import stored_untuned
 
 

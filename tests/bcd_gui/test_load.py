@@ -21,7 +21,7 @@ TRIALS = 20_000
 def big_window(window, tmp_path: Path):
     """The window showing a generated 20 000-trial session, as after opening its model."""
     generated = generate_store(window.db_path, trials=TRIALS, tasks=30, seed=1)
-    assert window._open_reader()  # what opening the model does once it is imported
+    assert window.open_reader()  # what opening the model does once it is imported
     window.show_session(generated.session_id)
     QApplication.processEvents()
     return window, generated

@@ -60,11 +60,21 @@ def test_the_log_follows_the_newest_line_unless_scrolled_up(qtbot) -> None:
 
 
 def test_an_engine_message_reaches_the_log_once(qtbot, window, caplog) -> None:
+    """The watcher logs each engine event it reads from the store (live_tune.engine_log); the
+    window, told the same event, shows a warning in the status bar but does not log it again."""
     from bcd_core.tuning.events import SessionMessage
+    from bcd_gui.live_tune import engine_log
 
+    info, warning = "memory: 3 of 4 tasks draw on 1 earlier sessions", "conv2d: skipped, all 4 candidates failed"
     with caplog.at_level("INFO"):
-        window.tuning._on_event(SessionMessage(1, "info", "memory: 3 of 4 tasks draw on 1 earlier sessions"))
-    assert not [r for r in caplog.records if "memory: 3 of 4" in r.getMessage()]  # the engine logs its own
+        for kind, message in (("info", info), ("warning", warning)):
+            engine_log.info("%s", message)  # as SessionWatcher.poll does
+            window.tuning._on_event(SessionMessage(1, kind, message))
+    for message in (info, warning):
+        assert [r.name for r in caplog.records if message in r.getMessage()] == ["bcd.engine"]
+        qtbot.waitUntil(lambda m=message: m in window.log_panel.toPlainText())
+        assert window.log_panel.toPlainText().count(message) == 1
+    assert window.status_text.text() == warning
 
 
 def test_help_has_a_guide_with_the_panels_and_shortcuts(qtbot, window) -> None:

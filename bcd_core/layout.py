@@ -1,0 +1,127 @@
+"""Blocked data layouts for convolutions on CPUs (NCHW[x]c, as NeoCPU and onnxruntime's MLAS use).
+
+MetaSchedule's design space for an NCHW convolution cannot vectorize over output channels with
+contiguous loads: the channel is the outermost data axis. In NCHW[x]c the innermost axis holds
+x channels, x the target's vector width in float32 lanes (8 with AVX2, 16 with AVX-512), so
+every inner product is a vector operation on contiguous memory. Relax's `ConvertLayout` rewrites
+each convolution whose channel counts the block divides (others stay NCHW) and keeps the
+element-wise, pooling and concatenation operators between them blocked, so layout transforms
+remain only where the graph leaves the blocked layout; the weights' transforms act on constants
+and are folded at compile time (packed weights). Relax's default legalization refuses blocked
+convolutions, so `blocked_conv2d` lowers them to TOPI's `conv2d_NCHWc` and
+`depthwise_conv2d_NCHWc`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import tvm
+from tvm import relax, te, topi
+from tvm.relax.transform.legalize_ops.nn import _nn_conv2d
+from tvm.target import Target
+
+
+class LayoutMode(StrEnum):
+    PLAIN = "nchw"  # the model's own layout
+    BLOCKED = "blocked"  # convolutions in NCHW[x]c, x the target's float32 vector width
+
+
+def vector_block(target: Target) -> int:
+    """Float32 lanes of the target's widest vector registers: the channel block of NCHW[x]c."""
+    has = tvm.target.codegen.target_has_features
+    if has("avx512f", target):
+        return 16
+    if has("avx2", target) or has("avx", target):
+        return 8
+    return 4
+
+
+def blocked_layout_name(target: Target) -> str:
+    block = vector_block(target)
+    return f"NCHW{block}c"
+
+
+def blocked_conv2d(bb: relax.BlockBuilder, call: relax.Call) -> relax.Expr:
+    """Legalize a conv2d: blocked ones through TOPI's NCHWc computes, the rest as Relax does."""
+    attrs = call.attrs
+    if len(attrs.data_layout) == 4:
+        return _nn_conv2d(bb, call)
+    data, kernel = call.args
+    out_dtype = str(call.ty.dtype)
+    if attrs.groups > 1:
+        return bb.call_te(
+            depthwise_nchwc,
+            data,
+            kernel,
+            attrs.strides,
+            attrs.padding,
+            attrs.dilation,
+            out_dtype,
+            primfunc_name_hint="depthwise_conv2d_NCHWc",
+        )
+    return bb.call_te(
+        topi.nn.conv2d_NCHWc,
+        data,
+        kernel,
+        attrs.strides,
+        attrs.padding,
+        attrs.dilation,
+        attrs.data_layout,
+        attrs.out_layout,
+        out_dtype,
+        primfunc_name_hint="conv2d_NCHWc",
+    )
+
+
+def depthwise_nchwc(
+    data: te.Tensor, kernel: te.Tensor, strides: list, padding: list, dilation: list, out_dtype: str
+) -> te.Tensor:
+    """A depthwise convolution (channel multiplier 1) in NCHW[x]c: data [N, C/x, H, W, x],
+    kernel [C/x, 1, KH, KW, 1, x]. TOPI declares this compute but registers no CPU one."""
+    batch, chunks, height, width, block = data.shape
+    _, _, kernel_h, kernel_w, _, _ = kernel.shape
+    stride_h, stride_w = (int(s) for s in strides)
+    dilation_h, dilation_w = (int(d) for d in dilation)
+    top, left, bottom, right = (int(p) for p in padding)
+    padded = topi.nn.pad(data, [0, 0, top, left, 0], [0, 0, bottom, right, 0], name="data_pad")
+    out_h = (height + top + bottom - (kernel_h - 1) * dilation_h - 1) // stride_h + 1
+    out_w = (width + left + right - (kernel_w - 1) * dilation_w - 1) // stride_w + 1
+    rh = te.reduce_axis((0, kernel_h), name="rh")
+    rw = te.reduce_axis((0, kernel_w), name="rw")
+    return te.compute(
+        (batch, chunks, out_h, out_w, block),
+        lambda n, c, h, w, b: te.sum(
+            padded[n, c, h * stride_h + rh * dilation_h, w * stride_w + rw * dilation_w, b].astype(out_dtype)
+            * kernel[c, 0, rh, rw, 0, b].astype(out_dtype),
+            axis=[rh, rw],
+        ),
+        name="depthwise_conv2d_NCHWc",
+        tag="depthwise_conv2d_NCHWc",
+    )
+
+
+def convert_to_blocked(mod: tvm.IRModule, target: Target) -> tvm.IRModule:
+    """`mod` (as imported) with its convolutions in NCHW[x]c for `target`, legalized: both
+    task extraction and `compile_relax` then see the same module."""
+    block = vector_block(target)
+
+    def layouts(call: relax.Call) -> dict[str, list[str]]:
+        if getattr(call.op, "name", "") != "relax.nn.conv2d":
+            return {}
+        channels = int(call.args[0].ty.shape[1])
+        outputs = int(call.args[1].ty.shape[0])
+        depthwise = call.attrs.groups > 1
+        if depthwise and (call.attrs.groups != channels or outputs != channels):
+            return {}  # a grouped convolution, or a channel multiplier: NCHW
+        if depthwise:
+            return {"relax.nn.conv2d": [f"NCHW{block}c", f"OIHW1i{block}o"]}
+        if outputs % block:
+            return {}
+        inner = block if channels % block == 0 else channels  # a stem's 3 channels: one chunk
+        return {"relax.nn.conv2d": [f"NCHW{inner}c", f"OIHW{inner}i{block}o", f"NCHW{block}c"]}
+
+    mod = relax.transform.ConvertLayout({}, layouts)(mod)
+    mod = relax.transform.EliminateCommonSubexpr()(relax.transform.Normalize()(mod))
+    with target:
+        return relax.transform.LegalizeOps({"relax.nn.conv2d": blocked_conv2d})(mod)

@@ -1,0 +1,75 @@
+"""A `bcd` task's search: MetaSchedule's EvolutionarySearch with the stock settings, whose
+batches carry the plan's diffused programs and serial twins, and whose first batch is a ranked
+fresh sample of the design space (first_round.py) instead of an evolution under random scores."""
+
+from __future__ import annotations
+
+import time
+
+from tvm.ir.utils import derived_object
+from tvm.s_tir import meta_schedule as ms
+
+from bcd_core.records.failed_run import runner_latency
+from bcd_core.records.states import SEARCH_HIDDEN_ORIGINS
+from bcd_core.tuning.bcd.plan import BcdPlan
+from bcd_core.tuning.metaschedule import evolutionary_search
+
+
+@derived_object
+class BcdSearch(ms.search_strategy.PySearchStrategy):
+    """MetaSchedule's EvolutionarySearch with the stock settings; each batch may carry a few
+    diffused programs (BcdPlan.mix_in_diffused), and none past the session's budget. The search
+    is seeded only from the programs it found itself: a diffused program competes in its share
+    of a round without holding the search in its basin."""
+
+    def __init__(self, plan: BcdPlan, task_index: int) -> None:
+        super().__init__()
+        self.plan = plan
+        self.task_index = task_index
+        self.inner = evolutionary_search(plan.run)
+        self.rounds = 0  # batches generated in this run
+        self.batch_size = plan.settings.batch_size
+
+    def _initialize_with_tune_context(self, context: ms.TuneContext) -> None:
+        self.inner._initialize_with_tune_context(context)
+
+    def pre_tuning(self, max_trials, num_trials_per_iter, design_spaces, database=None, cost_model=None) -> None:
+        self.plan.sketches[self.task_index] = list(design_spaces)
+        self.batch_size = num_trials_per_iter
+        database = self.plan.run.database.without(*SEARCH_HIDDEN_ORIGINS)
+        self.inner.pre_tuning(max_trials, num_trials_per_iter, design_spaces, database, cost_model)
+        self.plan.searches[self.task_index] = self.inner
+
+    def post_tuning(self) -> None:
+        self.plan.searches.pop(self.task_index, None)
+        self.inner.post_tuning()
+
+    def generate_measure_candidates(self) -> list[ms.MeasureCandidate] | None:
+        plan = self.plan
+        left = plan.total_budget - plan.generated
+        if self.task_index in plan.run.given_up or left <= 0:
+            return None
+        first = not self.rounds and not plan.run.rounds_per_task.get(self.task_index)
+        self.rounds += 1
+        if first:
+            batch = plan.first_round(self.task_index, left)
+        else:
+            candidates = self.inner.generate_measure_candidates()
+            if candidates is None:
+                return None
+            started = time.perf_counter()
+            batch = plan.mix_in_diffused(self.task_index, list(candidates)[:left])
+            plan.run.bookkeeping_s += time.perf_counter() - started
+        if not batch:
+            return None
+        batch = plan.with_serial_twin(self.task_index, batch, left)
+        plan.generated += len(batch)
+        return batch
+
+    def notify_runner_results(self, measure_candidates, results) -> None:
+        self.plan.memory_share.note_outcomes(measure_candidates, results)
+        self.plan.twins.note_results(measure_candidates, [runner_latency(result) for result in results])
+        self.inner.notify_runner_results(measure_candidates, results)
+
+    def clone(self) -> BcdSearch:
+        return BcdSearch(self.plan, self.task_index)

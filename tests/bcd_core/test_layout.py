@@ -1,0 +1,122 @@
+"""Convolutions in NCHW[x]c on CPUs: the block follows the target's vector width, the result
+matches onnxruntime, and layout transforms stay at the graph's boundaries."""
+
+from pathlib import Path
+
+import models
+import numpy as np
+import onnxruntime
+import pytest
+import tvm
+from tvm import relax
+
+from bcd_core.layout import convert_to_blocked, vector_block
+from bcd_core.model_import import import_model, random_inputs
+from bcd_core.target import host_target
+
+AVX2 = tvm.target.Target({"kind": "llvm", "mcpu": "haswell", "num-cores": 2})
+AVX512 = tvm.target.Target({"kind": "llvm", "mcpu": "skylake-avx512", "num-cores": 2})
+
+
+@pytest.fixture(scope="module")
+def mobile_cnn(model_dir: Path) -> Path:
+    return models.mobile_block_cnn(model_dir / "mobile_block_cnn.onnx")
+
+
+def test_the_block_is_the_targets_float32_vector_width() -> None:
+    assert vector_block(AVX512) == 16
+    assert vector_block(AVX2) == 8
+    assert vector_block(tvm.target.Target({"kind": "llvm", "mcpu": "x86-64"})) == 4
+
+
+def tir_calls(mod: tvm.IRModule) -> list[tuple[str, relax.Call]]:
+    """(callee, call) of every call_tir in the entry function."""
+    found = []
+
+    def visit(expr: relax.Expr) -> None:
+        if isinstance(expr, relax.Call) and getattr(expr.op, "name", "") == "relax.call_tir":
+            found.append((expr.args[0].name_hint, expr))
+
+    relax.analysis.post_order_visit(mod["main"].body, visit)
+    return found
+
+
+def activation_transforms(mod: tvm.IRModule, target) -> list[str]:
+    """The layout transforms left in the entry function once constants are folded, as the
+    compiler folds them: the weights' are gone (packed at compile time), the data's remain."""
+    with target:
+        mod = relax.transform.FoldConstant()(mod)
+    return [
+        name
+        for name, call in tir_calls(mod)
+        if name.startswith("te_layout_transform") and not isinstance(call.args[1].fields[0], tvm.ir.expr.Constant)
+    ]
+
+
+@pytest.mark.parametrize("target", [AVX2, AVX512], ids=["avx2", "avx512"])
+def test_a_blocked_cnn_transforms_layouts_only_at_its_boundaries(mobile_cnn: Path, target) -> None:
+    blocked = convert_to_blocked(import_model(mobile_cnn).relax_mod, target)
+    names = {gv.name_hint for gv in blocked.get_global_vars()}
+    block = vector_block(target)
+    assert {"conv2d_NCHWc", "depthwise_conv2d_NCHWc"} <= {_without_digits(name) for name in names}
+    assert "conv2d" not in {_without_digits(name) for name in names}, "a convolution stayed NCHW"
+    assert len(activation_transforms(blocked, target)) == 2, "the input and the output only"
+    convolutions = [call for name, call in tir_calls(blocked) if "conv2d_NCHWc" in name]
+    assert len(convolutions) == 5 and {int(call.ty.shape[-1]) for call in convolutions} == {block}
+    tvm.compile(blocked, target)  # builds for either ISA, whichever this machine runs
+
+
+def _without_digits(name: str) -> str:
+    return name.rstrip("0123456789")
+
+
+def test_a_blocked_cnn_matches_onnxruntime_on_this_machine(mobile_cnn: Path) -> None:
+    imported = import_model(mobile_cnn)
+    target = host_target()
+    blocked = convert_to_blocked(imported.relax_mod, target)
+    machine = relax.VirtualMachine(tvm.compile(blocked, target), tvm.cpu())
+    inputs = random_inputs(imported.inputs)
+    ours = machine["main"](*[tvm.runtime.tensor(v) for v in inputs.values()]).numpy()
+    session = onnxruntime.InferenceSession(imported.onnx_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    reference = session.run(None, inputs)[0]
+    assert ours.shape == reference.shape
+    np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-4 * float(np.abs(reference).max()))
+
+
+@pytest.mark.slow
+def test_a_session_tuned_blocked_records_resumes_and_exports_its_layout(tmp_path: Path, mobile_cnn: Path) -> None:
+    """The layout names the session (a re-run with the other layout is another session), a
+    resumed session keeps it, its tasks are blocked convolutions, and export compiles the same
+    blocked model, which matches onnxruntime."""
+    from bcd_core.export import export_tuned_session
+    from bcd_core.records.store import RecordStore
+    from bcd_core.records.timing import session_layout
+    from bcd_core.tuning.control import TuningControl
+    from bcd_core.tuning.settings import TuneSettings
+    from bcd_core.tuning.tune import run_session
+
+    db = tmp_path / "blocked.db"
+    settings = TuneSettings(trials_per_task=2, trials_per_round=2, layout="blocked")
+    control = TuningControl()
+    stopped = run_session(mobile_cnn, db, host_target(), settings, [_stop_after_round(control, 2)], control=control)
+    assert any("NCHWc" in task.name for task in stopped.tasks)
+    resumed = run_session(mobile_cnn, db, host_target(), settings)
+    assert resumed.session_id == stopped.session_id and resumed.resumed
+    store = RecordStore(db)
+    session = store.session(resumed.session_id)
+    assert session_layout(session) == "blocked" and session["status"] == "completed"
+    plain = run_session(mobile_cnn, db, host_target(), TuneSettings(trials_per_task=1, trials_per_round=1))
+    assert plain.session_id != resumed.session_id and session_layout(store.session(plain.session_id)) == "nchw"
+    result = export_tuned_session(store, resumed.session_id, tmp_path / "blocked", runs=3)
+    assert result.check is not None and result.check.matches, result.check
+    assert result.untuned == []
+
+
+def _stop_after_round(control, rounds: int):
+    def listener(event) -> None:
+        from bcd_core.tuning.events import RoundFinished
+
+        if isinstance(event, RoundFinished) and event.round >= rounds:
+            control.stop()
+
+    return listener
