@@ -14,7 +14,7 @@ from bcd_core.cost_model.stored import STOCK_WARMUP_SAMPLES, StoredBatch, learn_
 from bcd_core.memory.pretrain import pretrain_from_memory
 from bcd_core.records.states import EventKind
 from bcd_core.target import host_core_count
-from bcd_core.tuning.measure import make_builder, make_runner
+from bcd_core.tuning.measure.setup import make_builder, make_runner
 from bcd_core.tuning.run import RecordTrials, TuningRun, standard_callbacks
 
 

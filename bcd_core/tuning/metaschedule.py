@@ -11,7 +11,7 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.target import host_core_count
-from bcd_core.tuning.measure import make_builder, make_runner
+from bcd_core.tuning.measure.setup import make_builder, make_runner
 from bcd_core.tuning.run import RecordTrials, TuningRun, standard_callbacks
 
 

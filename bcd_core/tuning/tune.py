@@ -18,7 +18,7 @@ from bcd_core.records.store import RecordStore
 from bcd_core.tuning.channel import ControlChannel
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import Listener, SessionFinished
-from bcd_core.tuning.measure import check_runner
+from bcd_core.tuning.measure.setup import check_runner
 from bcd_core.tuning.options import BCD
 from bcd_core.tuning.run import NEW_SESSION_ADVICE, TuningRun, estimated_latency, prepare_model
 from bcd_core.tuning.settings import TuneSettings

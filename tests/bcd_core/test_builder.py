@@ -11,8 +11,8 @@ from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.target import host_target
 from bcd_core.tuning.measure import builder as builder_module
-from bcd_core.tuning.measure import make_builder
 from bcd_core.tuning.measure.builder import PooledBuilder, build_candidate
+from bcd_core.tuning.measure.setup import make_builder
 from bcd_core.tuning.settings import TuneSettings
 
 
