@@ -103,7 +103,7 @@ class ProgressBar:
 def cmd_inspect(args: argparse.Namespace) -> int:
     from bcd_core.inspect_view import inspect_model, inspection_json
 
-    inspection = inspect_model(args.model, args.target, args.input_shape, args.db or (), args.math, args.layout)
+    inspection = inspect_model(args.model, args.target, args.input_shape, args.db or (), args.math, args.conv_layout)
     if args.json:
         print(json.dumps(inspection_json(inspection), indent=2))
     else:
@@ -431,7 +431,7 @@ def _add_inspect_command(sub: Any) -> None:
     inspect = sub.add_parser("inspect", help="list a model's tuning tasks and clusters")
     inspect.add_argument("model")
     _add_model_options(inspect)
-    _add_tuning_options(inspect, "math", "layout")
+    _add_tuning_options(inspect, "math", "conv_layout")
     inspect.add_argument(
         "--db",
         action="append",

@@ -65,7 +65,7 @@ def inspect_model(
     draw on from earlier tunes there, and when, as a tune would."""
     start = time.perf_counter()
     try:  # the tuner's own checks of these settings, before the model is imported
-        TuneSettings(math=math, layout=layout)
+        TuneSettings(math=math, conv_layout=layout)
     except ValueError as err:
         raise BcdError(str(err)) from err
     target = parse_target(target_spec)

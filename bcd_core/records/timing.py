@@ -44,7 +44,7 @@ def session_layout(session: dict[str, Any]) -> str:
     """The layout the session's convolutions were tuned in (bcd_core/layout.py); sessions
     stored before the option tuned the model's own. Other layouts make other tasks, so the
     tuning memory never lends one layout's programs to another's."""
-    return json.loads(session["settings"] or "{}").get("layout", PLAIN_LAYOUT)
+    return json.loads(session["settings"] or "{}").get("conv_layout", PLAIN_LAYOUT)
 
 
 def timing_difference(theirs: str, ours: str) -> str:

@@ -119,7 +119,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("kernel_threads", Level.INTERNAL, identity_of=ALL_STRATEGIES),
     Option(
-        "layout",
+        "conv_layout",
         Level.RESEARCH,
         "convolutions in the model's own NCHW layout, or blocked: NCHW[x]c with x the CPU target's float32 "
         "vector width (8 with AVX2, 16 with AVX-512), weights packed at compile time",

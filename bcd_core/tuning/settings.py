@@ -38,9 +38,9 @@ IDENTITY_ADDED_LATER: dict[str, dict[str, Any]] = {
         "serial_twins": "off",
         "memory_first_round": "after",
         "kernel_threads": TVM_DEFAULT_THREADS,
-        "layout": "nchw",
+        "conv_layout": "nchw",
     },
-    STOCK: {"math": "exact", "cpu_cache": "warm", "kernel_threads": TVM_DEFAULT_THREADS, "layout": "nchw"},
+    STOCK: {"math": "exact", "cpu_cache": "warm", "kernel_threads": TVM_DEFAULT_THREADS, "conv_layout": "nchw"},
 }
 CPU_BUILDER_TIMEOUT_S = 10.0
 GPU_BUILDER_TIMEOUT_S = 60.0
@@ -67,7 +67,7 @@ class TuneSettings:
     kernel_threads: int = field(default_factory=current_kernel_threads)
     # Convolutions in the model's layout or in NCHW[x]c (bcd_core/layout.py); the tasks differ,
     # so tuning, inspection and export of one session must use the same.
-    layout: str = DEFAULT_LAYOUT
+    conv_layout: str = DEFAULT_LAYOUT
     # The share of a round's candidates that may be programs diffused from other tasks of the
     # cluster or the tuning memory, in place of the search's lowest-ranked picks; 0 turns
     # diffusion off (stock MetaSchedule's search with BCD's scheduling and first rounds).

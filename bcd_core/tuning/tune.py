@@ -53,7 +53,7 @@ def run_session(
         {k: tuple(v) for k, v in settings.input_shapes.items()},
         settings.cluster_mode,
         settings.math,
-        settings.layout,
+        settings.conv_layout,
     )
     store = RecordStore(db_path)
     run = TuningRun(store, prepared, settings, listeners, new_session, started, control, resume_session_id)

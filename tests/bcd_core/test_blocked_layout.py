@@ -96,7 +96,7 @@ def test_a_session_tuned_blocked_records_resumes_and_exports_its_layout(tmp_path
     from bcd_core.tuning.tune import run_session
 
     db = tmp_path / "blocked.db"
-    settings = TuneSettings(trials_per_task=2, trials_per_round=2, layout="blocked")
+    settings = TuneSettings(trials_per_task=2, trials_per_round=2, conv_layout="blocked")
     control = TuningControl()
     stopped = run_session(mobile_cnn, db, host_target(), settings, [_stop_after_round(control, 2)], control=control)
     assert any("NCHWc" in task.name for task in stopped.tasks)
