@@ -37,6 +37,7 @@ from bcd_core.export import (
 from bcd_core.memory.recall import COLD, MemoryRequest
 from bcd_core.model_import import InputSpec, load_onnx, random_inputs, static_inputs
 from bcd_core.records.store import RecordStore
+from bcd_core.records.timing import PLAIN_LAYOUT, session_layout
 from bcd_core.session_view import first_time_at_or_below, session_timeline, session_trial_timeline
 from bcd_core.target import describe_target, host_core_count
 from bcd_core.timing import RUNS, time_in_turns
@@ -70,6 +71,9 @@ class StrategyResult:
     bookkeeping_s: float  # store writes, metrics, events, scheduling decisions
     timeline: list[tuple[float, float]]  # (elapsed s, estimated latency s) where defined
     trial_timeline: list[tuple[int, float]] = field(default_factory=list)  # (trials measured, estimate s)
+    layout: str = "nchw"  # the convolutions' layout the session tuned
+    # The compiled model timed while it tuned (tuning/milestones.py): (elapsed s, estimate s, measured s)
+    milestones: list[tuple[float, float, float]] = field(default_factory=list)
 
 
 @dataclass
@@ -126,6 +130,12 @@ def machine_probe_ms(onnx_model: Any, inputs: dict[str, Any]) -> float | None:
 ONNXRUNTIME = "onnxruntime"
 
 
+def side_settings(settings: TuneSettings, strategy: str) -> TuneSettings:
+    """One side's settings: stock MetaSchedule tunes the model's own layout, as a user of it gets."""
+    layout = PLAIN_LAYOUT if strategy == STOCK else settings.conv_layout
+    return replace(settings, strategy=strategy, conv_layout=layout)
+
+
 def measure_in_turns(
     libraries: dict[str, Path], onnx_model: Any, inputs: dict[str, Any], runs: int, target: Target
 ) -> dict[str, float]:
@@ -166,7 +176,7 @@ def run_bench(
             probes[f"before {strategy}"] = probe
         progress(f"== {strategy} ==")
         results[strategy], library, prepared_inputs = _tune_strategy(
-            model, target, replace(settings, strategy=strategy), out_dir, listeners, progress, memory
+            model, target, side_settings(settings, strategy), out_dir, listeners, progress, memory
         )
         if library is not None:
             libraries[strategy] = library
@@ -227,6 +237,11 @@ def stored_result(strategy: str, store: RecordStore, session: dict[str, Any]) ->
         bookkeeping_s=float(session.get("bookkeeping_s") or 0.0),
         timeline=session_timeline(store, session_id),
         trial_timeline=session_trial_timeline(store, session_id),
+        layout=session_layout(session),
+        milestones=[
+            (row["elapsed_s"], row["estimated_latency_s"], row["measured_latency_s"])
+            for row in store.model_latencies(session_id)
+        ],
     )
 
 
@@ -287,6 +302,10 @@ def plot_timelines(report: BenchReport, path: Path) -> None:
             xs = [t / 60 for t, _ in result.timeline]
             ys = [lat * 1e3 for _, lat in result.timeline]
             axis.step(xs, ys, where="post", label=labels[name], color=colors[name], linewidth=2)
+        if result.milestones:
+            xs = [elapsed / 60 for elapsed, _, _ in result.milestones]
+            ys = [measured * 1e3 for _, _, measured in result.milestones]
+            axis.scatter(xs, ys, marker="D", color=colors[name], label=f"{labels[name]}, compiled model timed")
     if report.baseline_final_s is not None:
         axis.axhline(report.baseline_final_s * 1e3, color="#7f7f7f", linestyle=":", linewidth=1)
     if report.bcd_time_s is not None and report.baseline_time_s is not None:
@@ -341,13 +360,13 @@ def format_report(report: BenchReport) -> str:
     lines = [
         f"model {report.model}, target {report.target}, {report.trials_per_task} trials/task, "
         f"{report.trials_per_round} per round",
-        f"{'strategy':<14}{'trials':>8}{'time':>11}{'final est.':>13}{'measured':>12}{'bookkeeping':>13}",
+        f"{'strategy':<14}{'layout':>8}{'trials':>8}{'time':>11}{'final est.':>13}{'measured':>12}{'bookkeeping':>13}",
     ]
     for name, result in report.results.items():
         measured = "n/a" if result.measured_latency_ms is None else f"{result.measured_latency_ms:.3f} ms"
         share = result.bookkeeping_s / result.elapsed_s if result.elapsed_s else 0.0
         lines.append(
-            f"{name:<14}{result.trials:>8}{minutes(result.elapsed_s):>11}{ms(result.final_estimate_s):>13}"
+            f"{name:<14}{result.layout:>8}{result.trials:>8}{minutes(result.elapsed_s):>11}{ms(result.final_estimate_s):>13}"
             f"{measured:>12}{share:>12.2%}"
         )
     if report.onnxruntime_ms is not None:

@@ -52,9 +52,10 @@ class ProgressBar:
         self.tty = hasattr(stream, "isatty") and stream.isatty()
         self.run_start = time.perf_counter()
         self.done_at_start = 0
+        self.measured = ""  # the compiled model's latency at the last milestone
 
     def __call__(self, event: Any) -> None:
-        from bcd_core.tuning.events import RoundFinished, SessionFinished, SessionMessage, SessionStarted
+        from bcd_core.tuning.events import ModelMeasured, RoundFinished, SessionFinished, SessionMessage, SessionStarted
 
         if isinstance(event, SessionStarted):
             self.run_start = time.perf_counter()
@@ -63,12 +64,14 @@ class ProgressBar:
             self._line(f"[{event.kind}] {event.message}")
         elif isinstance(event, RoundFinished):
             self._round(event)
+        elif isinstance(event, ModelMeasured):
+            self.measured = f"  measured {format_latency(event.measured_latency_s)} (at {event.trials_done})"
         elif isinstance(event, SessionFinished):
             if self.tty:
                 self.stream.write("\n")
             self._line(
                 f"session {event.session_id} {event.status}: {event.trials_done} trials, "
-                f"estimated latency {format_latency(event.estimated_latency_s)}, "
+                f"estimated latency {format_latency(event.estimated_latency_s)}{self.measured}, "
                 f"elapsed {format_duration(event.elapsed_s)}"
             )
 
@@ -83,7 +86,7 @@ class ProgressBar:
         text = (
             f"[{bar}] {event.trials_done}/{event.trials_total} trials  "
             f"elapsed {format_duration(event.elapsed_s)}  ETA {format_duration(eta)}  "
-            f"est. {format_latency(event.estimated_latency_s)}  round {event.round}: {event.task_name}"
+            f"est. {format_latency(event.estimated_latency_s)}{self.measured}  round {event.round}: {event.task_name}"
             + (f" ({event.batch_failed} failed)" if event.batch_failed else "")
         )
         if self.tty:

@@ -6,6 +6,7 @@ result into `bcd inspect`'s JSON payload or the rows and lines of its table view
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Sequence
@@ -22,7 +23,8 @@ from bcd_core.memory.similar import RememberedTask
 from bcd_core.model_import import InputSpec, import_model, parse_input_shapes
 from bcd_core.target import describe_target, parse_target, target_key
 from bcd_core.tasks import Task, extract_tasks
-from bcd_core.tuning.settings import DEFAULT_CLUSTER_MODE, DEFAULT_LAYOUT, DEFAULT_MATH, TuneSettings
+from bcd_core.tuning.layout_choice import LayoutChoice, known_choice
+from bcd_core.tuning.settings import DEFAULT_CLUSTER_MODE, DEFAULT_MATH, TuneSettings, default_layout
 
 # Coarsest key first, so the table reads from operator kind down to design-space detail.
 INSPECT_MODES = ("operator", "loose-sketch", "sketch")
@@ -50,6 +52,7 @@ class Inspection:
     elapsed_s: float
     memory: TuningMemory | None = None  # what a tune would draw on from the stores named with --db
     memory_notes: list[str] = field(default_factory=list)  # why some sessions are not drawn on
+    layout: LayoutChoice | None = None  # the convolutions' layout shown, and why
 
 
 def inspect_model(
@@ -58,23 +61,26 @@ def inspect_model(
     input_shape: list[str] | None,
     memory_stores: Sequence[str] = (),
     math: str = DEFAULT_MATH,
-    layout: str = DEFAULT_LAYOUT,
+    layout: str | None = None,
 ) -> Inspection:
     """Import the model (erf, exp, tanh, softmax as `math` says, as a tune would), extract its
     tasks and cluster them in every mode; with `memory_stores`, also find what each task would
     draw on from earlier tunes there, and when, as a tune would."""
     start = time.perf_counter()
     try:  # the tuner's own checks of these settings, before the model is imported
-        TuneSettings(math=math, conv_layout=layout)
+        TuneSettings(math=math, conv_layout=layout or default_layout())
     except ValueError as err:
         raise BcdError(str(err)) from err
     target = parse_target(target_spec)
-    imported = import_model(model, parse_input_shapes(input_shape), math, layout, target)
+    shapes = parse_input_shapes(input_shape)
+    asked = TuneSettings(math=math, conv_layout=layout or default_layout(), input_shapes=shapes)
+    choice = known_choice(memory_stores, model, target, asked)
+    imported = import_model(model, shapes, math, choice.layout, target)
     tasks = extract_tasks(imported.relax_mod, target)
     by_mode = {mode: cluster_tasks(tasks, mode) for mode in INSPECT_MODES}
     notes: list[str] = []
     memory = (
-        preview_memory(memory_stores, target_key(target), imported.sha256, tasks, notes.append, layout=layout)
+        preview_memory(memory_stores, target_key(target), imported.sha256, tasks, notes.append, layout=choice.layout)
         if memory_stores
         else None
     )
@@ -87,6 +93,7 @@ def inspect_model(
         elapsed_s=time.perf_counter() - start,
         memory=memory,
         memory_notes=notes,
+        layout=choice,
     )
 
 
@@ -176,6 +183,7 @@ def inspection_json(inspection: Inspection) -> dict[str, Any]:
         "inputs": [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype} for s in inspection.inputs],
         "tasks": [_task_json(inspection, t) for t in inspection.tasks],
         "clusters": {mode: [_cluster_json(c) for c in clusters] for mode, clusters in inspection.by_mode.items()},
+        "layout": dataclasses.asdict(inspection.layout) if inspection.layout else None,
     }
 
 
@@ -190,6 +198,7 @@ def summary_lines(inspection: Inspection) -> list[str]:
         f"model   {inspection.model}  ({inputs})",
         f"target  {describe_target(inspection.target)}",
         f"tasks   {len(tasks)} (sum of weights {weights}), {format_flops(total_flops)}FLOP per run",
+        *([f"layout  {inspection.layout.describe()}"] if inspection.layout else []),
     ]
 
 

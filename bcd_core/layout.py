@@ -5,7 +5,8 @@ contiguous loads: the channel is the outermost data axis. In NCHW[x]c the innerm
 x channels, x the target's vector width in float32 lanes (8 with AVX2, 16 with AVX-512), so
 every inner product is a vector operation on contiguous memory. Relax's `ConvertLayout` rewrites
 each convolution whose channel counts the block divides (others stay NCHW) and keeps the
-element-wise, pooling and concatenation operators between them blocked, so layout transforms
+element-wise, pooling and concatenation operators between them blocked (clip as a minimum of a
+maximum, which ConvertLayout keeps blocked), so layout transforms
 remain only where the graph leaves the blocked layout; the weights' transforms act on constants
 and are folded at compile time (packed weights). Relax's default legalization refuses blocked
 convolutions, so `blocked_conv2d` lowers them to TOPI's `conv2d_NCHWc` and
@@ -101,6 +102,35 @@ def depthwise_nchwc(
     )
 
 
+@relax.expr_functor.mutator
+class ClipAsMinMax(relax.PyExprMutator):
+    """`clip(x, lo, hi)` as `minimum(maximum(x, lo), hi)`: ConvertLayout has no layout rule for
+    clip, so every ReLU6 or hard-swish would leave the blocked layout and come back, while the
+    binary element-wise operators stay blocked (and compute the same)."""
+
+    def visit_call_(self, call: relax.Call) -> relax.Expr:
+        call = self.visit_expr_post_order(call)
+        if getattr(call.op, "name", "") != "relax.clip":
+            return call
+        data, low, high = call.args
+        dtype = str(data.ty.dtype)
+        floor = relax.op.maximum(data, relax.const(_number(low), dtype))
+        return relax.op.minimum(self.builder_.normalize(floor), relax.const(_number(high), dtype))
+
+
+def _number(bound: relax.PrimValue) -> float:
+    value = bound.value
+    return float(getattr(value, "value", value))
+
+
+def clip_as_min_max(mod: tvm.IRModule) -> tvm.IRModule:
+    rewriter = ClipAsMinMax(mod)
+    for gvar, func in mod.functions_items():
+        if isinstance(func, relax.Function):
+            rewriter.builder_.update_func(gvar, rewriter.visit_expr(func))
+    return rewriter.builder_.get()
+
+
 def convert_to_blocked(mod: tvm.IRModule, target: Target) -> tvm.IRModule:
     """`mod` (as imported) with its convolutions in NCHW[x]c for `target`, legalized: both
     task extraction and `compile_relax` then see the same module."""
@@ -121,7 +151,7 @@ def convert_to_blocked(mod: tvm.IRModule, target: Target) -> tvm.IRModule:
         inner = block if channels % block == 0 else channels  # a stem's 3 channels: one chunk
         return {"relax.nn.conv2d": [f"NCHW{inner}c", f"OIHW{inner}i{block}o", f"NCHW{block}c"]}
 
-    mod = relax.transform.ConvertLayout({}, layouts)(mod)
+    mod = relax.transform.ConvertLayout({}, layouts)(clip_as_min_max(mod))
     mod = relax.transform.EliminateCommonSubexpr()(relax.transform.Normalize()(mod))
     with target:
         return relax.transform.LegalizeOps({"relax.nn.conv2d": blocked_conv2d})(mod)

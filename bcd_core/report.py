@@ -85,6 +85,13 @@ def _latency_plot(plt: Any, store: RecordStore, snapshot: SessionSnapshot, refer
         )
         if baseline.reached_at_s is not None:
             axis.axvline(baseline.reached_at_s / 60, linestyle="--", linewidth=1)
+    if snapshot.measured:
+        axis.scatter(
+            [row["elapsed_s"] / 60 for row in snapshot.measured],
+            [row["measured_latency_s"] * 1e3 for row in snapshot.measured],
+            marker="D",
+            label="compiled model, timed",
+        )
     if reference_s is not None:
         axis.axhline(
             reference_s * 1e3, linestyle="-.", color="#d62728", label=f"onnxruntime {reference_s * 1e3:.3g} ms"
@@ -162,13 +169,26 @@ def _task_table(snapshot: SessionSnapshot) -> str:
     return f"<table><tr>{header}</tr>{''.join(rows)}</table>"
 
 
-def _reference_text(reference_s: float | None, estimate: float | None) -> str:
+def _reference_text(reference_s: float | None, estimate: float | None, measured: list[dict]) -> str:
     if reference_s is None:
         return "not timed (GPU target, or the model file is no longer where it was tuned)"
     text = f"{reference_s * 1e3:.4f} ms on this machine"
-    if estimate:
-        text += f"; the tuned estimate is {estimate / reference_s:.2f}x its time"
+    tuned, how = (measured[-1]["measured_latency_s"], "timed") if measured else (estimate, "estimated")
+    if tuned:
+        ratio = tuned / reference_s
+        words = f"{ratio:.2f}x slower" if ratio >= 1 else f"{1 / ratio:.2f}x faster"
+        text += f"; the tuned model {how} {words}"
     return text
+
+
+def _measured_text(measured: list[dict], estimate: float | None) -> str:
+    """The compiled model's latency at the session's last milestone, beside the estimate then."""
+    if not measured:
+        return "not timed while tuning"
+    last = measured[-1]
+    seconds, then = last["measured_latency_s"], last["estimated_latency_s"]
+    text = f"{seconds * 1e3:.4f} ms timed at {last['trials_done']} trials ({last['milestone']})"
+    return text + f", {seconds / then:.2f}x the estimate then" if then else text
 
 
 def _html(snapshot: SessionSnapshot, images: dict[str, str], reference_s: float | None = None) -> str:
@@ -182,7 +202,9 @@ def _html(snapshot: SessionSnapshot, images: dict[str, str], reference_s: float 
         ("trials", f"{snapshot.trials_done} ({snapshot.failed_trials} failed)"),
         ("tuning time", f"{(s['elapsed_s'] or 0) / 60:.1f} min"),
         ("estimated latency", "n/a" if estimate is None else f"{estimate * 1e3:.4f} ms"),
-        ("onnxruntime", _reference_text(reference_s, estimate)),
+        ("compiled model", _measured_text(snapshot.measured, estimate)),
+        ("onnxruntime", _reference_text(reference_s, estimate, snapshot.measured)),
+        ("layout", html.escape(snapshot.layout.describe())),
         ("memory", "none" if snapshot.memory is None else html.escape(snapshot.memory.describe())),
         ("settings", html.escape(json.dumps(snapshot.settings))),
     ]
@@ -235,6 +257,8 @@ def write_report(
                 "session": snapshot.session,
                 "estimated_latency_s": snapshot.estimated_latency_s,
                 "onnxruntime_latency_s": reference_s,
+                "compiled_model_latency": snapshot.measured,
+                "layout": asdict(snapshot.layout),
                 "memory": asdict(snapshot.memory) if snapshot.memory else None,
                 "tasks": task_rows,
                 "clusters": [asdict(c) for c in snapshot.clusters],

@@ -15,6 +15,7 @@ from typing import Any
 
 from bcd_core.errors import StoreError
 from bcd_core.formatting import counted
+from bcd_core.records.measured import LayoutChoice, session_layout_choice
 from bcd_core.records.states import REMEMBERED_ORIGINS, SessionStatus, TaskStatus, TrialOrigin
 from bcd_core.records.store import RecordStore
 from bcd_core.tuning.options import STOCK
@@ -108,6 +109,8 @@ class SessionSnapshot:
     failed_trials: int = 0
     settings: dict[str, Any] = field(default_factory=dict)
     memory: MemoryUse | None = None  # None: the session drew on no earlier tune
+    layout: LayoutChoice | None = None  # the convolutions' layout, and why
+    measured: list[dict[str, Any]] = field(default_factory=list)  # the compiled model timed at milestones
     _by_index: dict[int, TaskView] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -233,6 +236,8 @@ def load_snapshot(store: RecordStore, session_id: int) -> SessionSnapshot:
         failed_trials=sum(task.failed for task in tasks),
         settings=settings,
         memory=memory_use(store, session_id, tasks),
+        layout=session_layout_choice(store, session),
+        measured=store.model_latencies(session_id),
     )
 
 

@@ -140,7 +140,20 @@ class SettingsPanel(QWidget):
 class OverviewPanel(QWidget):
     """The model at a glance: tasks, clusters, FLOPs, untuned and tuned estimates."""
 
-    FIELDS = ("model", "tasks", "clusters", "flops", "untuned", "estimate", "reference", "trials", "session", "memory")
+    FIELDS = (
+        "model",
+        "tasks",
+        "clusters",
+        "flops",
+        "untuned",
+        "estimate",
+        "measured",
+        "reference",
+        "trials",
+        "session",
+        "layout",
+        "memory",
+    )
 
     def __init__(self) -> None:
         super().__init__()
@@ -153,9 +166,11 @@ class OverviewPanel(QWidget):
             "flops": "Total FLOPs",
             "untuned": "Untuned estimate",
             "estimate": "Tuned estimate",
+            "measured": "Compiled model",
             "reference": "onnxruntime",
             "trials": "Trials",
             "session": "Session",
+            "layout": "Layout",
             "memory": "Memory",
         }
         for row, name in enumerate(self.FIELDS):
@@ -204,7 +219,10 @@ class OverviewPanel(QWidget):
         self.values["estimate"].setToolTip(skipped if untuned_tasks else "")
         if untuned_tasks:
             self.values["estimate"].setText(f"{text}, {len(untuned_tasks)} skipped untuned")
-        self.show_reference(reference_s, estimate)
+        timed = self.show_measured(snapshot)
+        self.show_reference(reference_s, timed if timed is not None else estimate, measured=timed is not None)
+        layout = snapshot.layout
+        self.values["layout"].setText("-" if layout is None else layout.describe())
         failed = f", {snapshot.failed_trials} failed" if snapshot.failed_trials else ""
         self.values["trials"].setText(f"{snapshot.trials_done} / {snapshot.trials_total}{failed}")
         session = "not tuned yet" if not s.get("id") else f"#{s['id']} {s['strategy']}, {s['status']}"
@@ -213,8 +231,24 @@ class OverviewPanel(QWidget):
         self.values["memory"].setText("no earlier tune drawn on" if memory is None else memory.summary())
         self.values["memory"].setToolTip("" if memory is None else memory.describe())
 
-    def show_reference(self, reference_s: float | None, estimate_s: float | None) -> None:
-        """onnxruntime on this machine, and the tuned estimate as a multiple of it."""
+    def show_measured(self, snapshot: SessionSnapshot) -> float | None:
+        """The compiled model's latency at the session's last milestone (None: not timed yet)."""
+        label = self.values["measured"]
+        if not snapshot.measured:
+            label.setText("timed once every task is measured" if snapshot.session.get("id") else "-")
+            return None
+        last = snapshot.measured[-1]
+        seconds, then = last["measured_latency_s"], last["estimated_latency_s"]
+        ratio = f"{seconds / then:.2f}x the estimate at {last['trials_done']} trials"
+        label.setText(f"{format_latency(seconds)}  ({ratio})")
+        label.setToolTip(
+            "the whole model compiled with the best programs so far, written and loaded as Export does, timed "
+            "on this machine; the estimate is the sum of the tasks' best latencies times their weights"
+        )
+        return seconds
+
+    def show_reference(self, reference_s: float | None, estimate_s: float | None, measured: bool = False) -> None:
+        """onnxruntime on this machine, and the tuned model against it in plain words."""
         label = self.values["reference"]
         if reference_s is None:
             label.setText("not timed yet" if estimate_s is not None else "-")
@@ -225,7 +259,9 @@ class OverviewPanel(QWidget):
             return
         text = format_latency(reference_s)
         if estimate_s:
-            text += f"  (tuned: {estimate_s / reference_s:.2f}x its time)"
+            ratio = estimate_s / reference_s
+            words = f"{ratio:.2f}x slower" if ratio >= 1 else f"{1 / ratio:.2f}x faster"
+            text += f"  (the tuned model {'timed' if measured else 'estimated'} {words})"
         label.setText(text)
         label.setToolTip(
             "onnxruntime (CPU, this machine's threads), median of 50 runs after a warm-up, timed once per model "

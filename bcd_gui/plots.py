@@ -32,11 +32,12 @@ def _style(widget: pg.PlotWidget, title: str, x_label: str, y_label: str, colors
 
 
 class ModelLatencyPlot(QWidget):
-    """Estimated model latency over wall time, with the stock baseline and the moment BCD
-    reaches the baseline's final latency."""
+    """Estimated model latency over wall time, the compiled model timed at milestones, the stock
+    baseline and the moment BCD reaches the baseline's final latency."""
 
     TITLE = "Estimated model latency"
     BASELINE = "stock MetaSchedule"
+    MEASURED = "compiled model, timed"
 
     def __init__(self, colors: PlotColors = LIGHT) -> None:
         super().__init__()
@@ -61,6 +62,10 @@ class ModelLatencyPlot(QWidget):
         for line in (self.target_line, self.reached_line):
             line.setVisible(False)
             self.widget.addItem(line)
+        self.measured_points = pg.ScatterPlotItem(
+            [], [], symbol="d", size=10, brush=pg.mkBrush(colors.series[0]), pen=pg.mkPen(colors.foreground)
+        )
+        self.widget.addItem(self.measured_points)  # the compiled model timed at milestones
         self.overlay_curves: list[pg.PlotDataItem] = []  # other sessions, to compare runs
         # A curve, not an InfiniteLine: auto-range includes it, so it shows even far below.
         self.reference_s: float | None = None
@@ -94,6 +99,15 @@ class ModelLatencyPlot(QWidget):
         self.reference_curve.setData([0.0, float(max(xs))], [ms, ms])
         self.legend.addItem(self.reference_curve, f"onnxruntime {ms:.3g} ms")
 
+    def _draw_measured(self, snapshot: SessionSnapshot) -> None:
+        self.legend.removeItem(self.measured_points)
+        rows = snapshot.measured
+        self.measured_points.setData(
+            [row["elapsed_s"] / 60 for row in rows], [row["measured_latency_s"] * 1e3 for row in rows]
+        )
+        if rows:
+            self.legend.addItem(self.measured_points, self.MEASURED)
+
     def points(self) -> int:
         x, _ = self.curve.getData()
         return 0 if x is None else len(x)
@@ -111,6 +125,7 @@ class ModelLatencyPlot(QWidget):
             self.shown_session = shown
             self.widget.enableAutoRange()
         self.curve.setData(*_steps(snapshot.timeline))
+        self._draw_measured(snapshot)
         self._draw_reference()
         measured = sum(1 for t in snapshot.tasks if t.best_s is not None)
         waiting = not snapshot.timeline and snapshot.tasks and measured < len(snapshot.tasks)

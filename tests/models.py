@@ -214,8 +214,8 @@ def float16_mlp(path: Path, width: int = 256, depth: int = 3) -> Path:
 
 def mobile_block_cnn(path: Path, width: int = 16, size: int = 12) -> Path:
     """A small CNN with what a CPU CNN holds between its convolutions: a 3-channel stem, a
-    depthwise 3x3 and a pointwise 1x1 convolution, a residual add, a max pool, a concatenation
-    of two branches and a global average pool; channel counts are multiples of 16."""
+    depthwise 3x3 with a hard-swish and a pointwise 1x1 convolution, a residual add, a max pool,
+    a concatenation of two branches and a global average pool; channel counts are multiples of 16."""
     rng = np.random.default_rng(5)
     inits = [
         _weight(rng, "w_stem", (width, 3, 3, 3)),
@@ -229,7 +229,7 @@ def mobile_block_cnn(path: Path, width: int = 16, size: int = 12) -> Path:
         helper.make_node("Conv", ["x", "w_stem", "b_stem"], ["stem"], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["stem"], ["s"]),
         helper.make_node("Conv", ["s", "w_dw"], ["dw"], pads=[1, 1, 1, 1], group=width),
-        helper.make_node("Relu", ["dw"], ["d"]),
+        helper.make_node("HardSwish", ["dw"], ["d"]),  # a clip, which ConvertLayout has no rule for
         helper.make_node("Conv", ["d", "w_pw"], ["pw"]),
         helper.make_node("Add", ["pw", "s"], ["res"]),
         helper.make_node("MaxPool", ["res"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),

@@ -167,6 +167,44 @@ TABLES: dict[str, Table] = {
         {"id": int, "model_hash": str, "target_key": str, "latency_s": float, "measured_at": str},
         indexes=(Index(("model_hash", "target_key")),),
     ),
+    # Which convolution layout a model tunes in on a target (bcd_core/tuning/layout_choice.py),
+    # decided once by measuring both, so that every later tune of it finds the same sessions.
+    "layout_choices": Table(
+        {
+            "id": int,
+            "model_hash": str,
+            "target_key": str,
+            "kernel_threads": int,
+            "input_shapes": str,
+            "layout": str,
+            "reason": str,
+            "block": int,
+            "nchw_s": float,
+            "blocked_s": float,
+            "probe_tasks": int,
+            "probe_trials": int,
+            "probe_s": float,
+            "measured_at": str,
+        },
+        indexes=(Index(("model_hash", "target_key")),),
+    ),
+    # The whole compiled model timed while a session tunes (bcd_core/tuning/milestones.py):
+    # the latency a user gets beside the estimate summed from the tasks' best programs.
+    "model_latency": Table(
+        {
+            "id": int,
+            "session_id": int,
+            "milestone": str,
+            "trials_done": int,
+            "elapsed_s": float,
+            "estimated_latency_s": float,
+            "measured_latency_s": float,
+            "spread": float,
+            "cost_s": float,
+            "measured_at": str,
+        },
+        indexes=(Index(("session_id",)),),
+    ),
     # Requests to a running session's engine from any process (the dashboard, attached or
     # not): pause, resume, stop and steering, taken by the engine's control channel
     # (bcd_core/tuning/channel.py) and marked applied once the tuner applied them.
@@ -189,7 +227,15 @@ TABLES: dict[str, Table] = {
     ),
 }
 # Tables added after schema v1's first release: created in older stores when they open.
-TABLES_ADDED_LATER = ("memory_used", "untuned", "control_requests", "engine_state", "reference")
+TABLES_ADDED_LATER = (
+    "memory_used",
+    "untuned",
+    "control_requests",
+    "engine_state",
+    "reference",
+    "layout_choices",
+    "model_latency",
+)
 
 # Covering indexes for what viewers read per session (session_view): trial counts and best
 # latency per task without reading the trials' traces, and the latest round at once.

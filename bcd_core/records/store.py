@@ -22,6 +22,7 @@ import sqlite_utils
 from bcd_core.errors import StoreError
 from bcd_core.records.control import ControlMixin
 from bcd_core.records.failed_run import FAILED_RUN_SECS
+from bcd_core.records.measured import MeasuredMixin
 from bcd_core.records.memory import MemoryMixin
 from bcd_core.records.rows import (
     TrialRow,
@@ -65,6 +66,7 @@ class RecordStore(
     MemoryMixin,
     UntunedMixin,
     ReferenceMixin,
+    MeasuredMixin,
     ControlMixin,
 ):
     """Thread-safe access to one records file (one connection, serialized by a lock)."""

@@ -12,7 +12,7 @@ here too, and the engine applies it (`apply_decision`) once it has checked the s
 from __future__ import annotations
 
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,11 @@ from typing import Any
 from bcd_core.errors import BcdError
 from bcd_core.records.states import SessionStatus
 from bcd_core.records.store import RecordStore
+from bcd_core.records.timing import PLAIN_LAYOUT, session_layout
+from bcd_core.tuning.options import AUTO_LAYOUT, STOCK
 from bcd_core.tuning.settings import TuneSettings
+
+BLOCKED_LAYOUT = "blocked"  # layout.LayoutMode.BLOCKED, without importing TVM's Relax here
 
 # Said wherever a session cannot go on: the dashboard's and the terminal's way alike.
 NEW_SESSION_ADVICE = "start a new session (Tune in the dashboard, `bcd tune --new-session`)"
@@ -68,6 +72,26 @@ def find_session_to_continue(
     return max((s for s in found if s is not None), key=lambda s: s["id"], default=None)
 
 
+def known_layout(store: RecordStore, model_hash: str, key: str, settings: TuneSettings) -> tuple[str, str] | None:
+    """For a tune whose layout is chosen by measurement ("auto"): (layout, why) when the store
+    knows it without measuring, from the choice stored for the model or else from the newest
+    session such a tune continues in either layout; None when a probe must measure it."""
+    if settings.conv_layout != AUTO_LAYOUT:
+        return None
+    if settings.strategy == STOCK:
+        return PLAIN_LAYOUT, "stock MetaSchedule tunes the model's own layout"
+    row = store.layout_choice(model_hash, key, settings.kernel_threads, settings.input_shapes)
+    if row is not None:
+        return row["layout"], row["reason"]
+    found = [
+        session
+        for layout in (PLAIN_LAYOUT, BLOCKED_LAYOUT)
+        if (session := find_session_to_continue(store, model_hash, key, replace(settings, conv_layout=layout)))
+    ]
+    newest = max(found, key=lambda session: session["id"], default=None)
+    return None if newest is None else (session_layout(newest), f"as session {newest['id']}, which this tune continues")
+
+
 def decide_session(
     store: RecordStore | None,
     model_hash: str,
@@ -86,6 +110,9 @@ def decide_session(
         return _decide_for(store, store.session(session_id), named=True)
     if wish == Wish.NEW:
         return SessionDecision(Choice.NEW, None, "a new session, as asked")
+    known = known_layout(store, model_hash, key, settings) if store is not None else None
+    if known is not None:
+        settings = replace(settings, conv_layout=known[0])
     found = find_session_to_continue(store, model_hash, key, settings) if store is not None else None
     if store is None or found is None:
         return SessionDecision(Choice.NEW, None, "a new session: none of this model, target and settings is stored")

@@ -56,5 +56,18 @@ class SessionFinished:
     elapsed_s: float
 
 
-TuneEvent = SessionStarted | RoundFinished | SessionMessage | SessionPaused | SessionFinished
+@dataclass(frozen=True)
+class ModelMeasured:
+    """The whole compiled model was timed at a milestone of the session (tuning/milestones.py)."""
+
+    session_id: int
+    milestone: str
+    trials_done: int
+    elapsed_s: float
+    estimated_latency_s: float
+    measured_latency_s: float
+    cost_s: float
+
+
+TuneEvent = SessionStarted | RoundFinished | SessionMessage | SessionPaused | SessionFinished | ModelMeasured
 Listener = Callable[[TuneEvent], None]

@@ -23,7 +23,9 @@ STOCK = "metaschedule"
 BCD = "bcd"
 CLUSTER_MODES = ("loose-sketch", "sketch", "operator")  # values of clustering.ClusterMode, default first
 MATH_MODES = ("fast", "exact")  # values of model_import.MathMode, default first
-LAYOUTS = ("nchw", "blocked")  # values of layout.LayoutMode, default first
+# "auto": measured per model (tuning/layout_choice.py); the others are layout.LayoutMode values.
+AUTO_LAYOUT = "auto"
+LAYOUTS = (AUTO_LAYOUT, "nchw", "blocked")
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
 ALL_STRATEGIES = STRATEGIES
 # Strategies earlier versions had, with what to use instead: their sessions stay in a store
@@ -118,11 +120,15 @@ OPTIONS: tuple[Option, ...] = (
         identity_of=ALL_STRATEGIES,
     ),
     Option("kernel_threads", Level.INTERNAL, identity_of=ALL_STRATEGIES),
+    # A short tune that measures a layout for tuning/layout_choice.py: named in the identity
+    # only when set (TuneSettings.identity), so no user's tune continues one.
+    Option("layout_probe", Level.INTERNAL),
     Option(
         "conv_layout",
         Level.RESEARCH,
-        "convolutions in the model's own NCHW layout, or blocked: NCHW[x]c with x the CPU target's float32 "
-        "vector width (8 with AVX2, 16 with AVX-512), weights packed at compile time",
+        "convolutions in the layout measured to tune faster on this machine (auto), in the model's own NCHW "
+        "layout, or blocked: NCHW[x]c with x the CPU target's float32 vector width (8 with AVX2, 16 with "
+        "AVX-512), weights packed at compile time",
         "--layout",
         choices=LAYOUTS,
         identity_of=ALL_STRATEGIES,

@@ -26,6 +26,7 @@ from bcd_core.cores import kernel_threads, tvm_default_threads
 from bcd_core.cost_model.metrics import batch_metrics
 from bcd_core.cost_model.stored import python_model
 from bcd_core.errors import BcdError, StoreError
+from bcd_core.layout import LayoutMode
 from bcd_core.memory.recall import TuningMemory
 from bcd_core.model_import import ImportedModel, import_model
 from bcd_core.records.database import SqliteDatabase
@@ -52,7 +53,6 @@ from bcd_core.tuning.events import (
 from bcd_core.tuning.options import RETIRED_STRATEGIES, settled_identity
 from bcd_core.tuning.settings import (
     DEFAULT_CLUSTER_MODE,
-    DEFAULT_LAYOUT,
     DEFAULT_MATH,
     IDENTITY_ADDED_LATER,
     TuneSettings,
@@ -82,7 +82,7 @@ def prepare_model(
     input_shapes: dict[str, tuple[int, ...]] | None = None,
     cluster_mode: str = DEFAULT_CLUSTER_MODE,
     math: str = DEFAULT_MATH,
-    layout: str = DEFAULT_LAYOUT,
+    layout: str = LayoutMode.PLAIN,
 ) -> PreparedModel:
     start = time.perf_counter()
     imported = import_model(model_path, input_shapes, math, layout, target)

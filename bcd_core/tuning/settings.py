@@ -4,6 +4,7 @@ Which values an option takes, and whether it names a session, come from options.
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from typing import Any
@@ -11,9 +12,9 @@ from typing import Any
 from bcd_core.cores import kernel_threads as current_kernel_threads
 from bcd_core.records.timing import TVM_DEFAULT_THREADS
 from bcd_core.tuning.options import (
+    AUTO_LAYOUT,
     BCD,
     CLUSTER_MODES,
-    LAYOUTS,
     MATH_MODES,
     OPTIONS,
     RETIRED_STRATEGIES,
@@ -24,7 +25,6 @@ from bcd_core.tuning.options import (
 
 DEFAULT_CLUSTER_MODE = CLUSTER_MODES[0]
 DEFAULT_MATH = MATH_MODES[0]
-DEFAULT_LAYOUT = LAYOUTS[0]
 
 # Identity keys added after sessions of a strategy were stored, with the value such a session
 # ran with (not today's default): it resumes with that value, and a tune that asks for that
@@ -43,6 +43,16 @@ IDENTITY_ADDED_LATER: dict[str, dict[str, Any]] = {
     STOCK: {"math": "exact", "cpu_cache": "warm", "kernel_threads": TVM_DEFAULT_THREADS, "conv_layout": "nchw"},
 }
 CPU_BUILDER_TIMEOUT_S = 10.0
+LAYOUT_VARIABLE = "BCD_LAYOUT"
+
+
+def default_layout() -> str:
+    """How convolutions are laid out unless a tune says: measured per model ("auto"), or what
+    BCD_LAYOUT names (a team that pins one layout; the test suite, whose tests other than the
+    layout's own must not depend on what this CPU measures)."""
+    return os.environ.get(LAYOUT_VARIABLE, AUTO_LAYOUT)
+
+
 GPU_BUILDER_TIMEOUT_S = 60.0
 
 
@@ -67,7 +77,8 @@ class TuneSettings:
     kernel_threads: int = field(default_factory=current_kernel_threads)
     # Convolutions in the model's layout or in NCHW[x]c (bcd_core/layout.py); the tasks differ,
     # so tuning, inspection and export of one session must use the same.
-    conv_layout: str = DEFAULT_LAYOUT
+    conv_layout: str = field(default_factory=default_layout)
+    layout_probe: bool = False  # this tune only measures its layout (tuning/layout_choice.py)
     # The share of a round's candidates that may be programs diffused from other tasks of the
     # cluster or the tuning memory, in place of the search's lowest-ranked picks; 0 turns
     # diffusion off (stock MetaSchedule's search with BCD's scheduling and first rounds).
@@ -134,7 +145,8 @@ class TuneSettings:
         """What makes two runs 'the same session' (so a re-run resumes it): options.py's table,
         with the settled choices as sessions record them."""
         data = asdict(self)
-        return {**{k: data[k] for k in identity_fields(self.strategy)}, **settled_identity(self.strategy)}
+        probe = {"layout_probe": True} if self.layout_probe else {}
+        return {**{k: data[k] for k in identity_fields(self.strategy)}, **settled_identity(self.strategy), **probe}
 
     def identities_to_find(self) -> list[dict[str, Any]]:
         """This identity, then as sessions stored before some of its keys existed would hold

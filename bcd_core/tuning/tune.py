@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from tvm.target import Target
@@ -17,10 +18,12 @@ from bcd_core.records.states import EventKind, SessionStatus
 from bcd_core.records.store import RecordStore
 from bcd_core.tuning.channel import ControlChannel
 from bcd_core.tuning.control import TuningControl
-from bcd_core.tuning.events import Listener, SessionFinished
+from bcd_core.tuning.events import Listener, SessionFinished, SessionMessage
+from bcd_core.tuning.layout_choice import ProbeRun, ProbeStopped, choose_layout
 from bcd_core.tuning.measure.setup import check_runner
+from bcd_core.tuning.milestones import Milestones
 from bcd_core.tuning.options import BCD
-from bcd_core.tuning.run import NEW_SESSION_ADVICE, TuningRun, estimated_latency, prepare_model
+from bcd_core.tuning.run import NEW_SESSION_ADVICE, TuningRun, estimated_latency
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.strategies import run_strategy
 
@@ -47,16 +50,30 @@ def run_session(
     check_runner(settings)  # an unreachable tracker fails now, not after import and extraction
     for path in memory.stores if memory.enabled else ():
         open_memory_store(path).close()  # a missing or damaged store fails now, too
-    prepared = prepare_model(
-        model_path,
-        target,
-        {k: tuple(v) for k, v in settings.input_shapes.items()},
-        settings.cluster_mode,
-        settings.math,
-        settings.conv_layout,
-    )
+    said: list[str] = []
+
+    def say(text: str) -> None:  # before the session exists: kept for its events, shown now
+        said.append(text)
+        for listener in listeners:
+            listener(SessionMessage(0, EventKind.INFO, text))
+
+    control = control or TuningControl()
+
+    def probe_tune(probe_settings: TuneSettings) -> TuningRun:
+        return run_session(model_path, db_path, target, probe_settings, listeners, control=control)
+
+    try:
+        probe = ProbeRun(settings, probe_tune, say)
+        choice, prepared = choose_layout(db_path, model_path, target, probe, resume_session_id)
+    except ProbeStopped as stopped:
+        return stopped.run
+    settings = replace(settings, conv_layout=choice.layout)
     store = RecordStore(db_path)
     run = TuningRun(store, prepared, settings, listeners, new_session, started, control, resume_session_id)
+    for text in said:  # shown already
+        store.add_event(run.session_id, run.elapsed(), EventKind.INFO, text, None)
+    if not said:
+        run.message(EventKind.INFO, f"layout: {choice.describe()}")
     channel = ControlChannel(db_path, run.session_id, run.control, engine_token).start()
     run.listeners.append(channel.on_event)
     try:
@@ -79,10 +96,13 @@ def _run_opened_session(run: TuningRun, memory: MemoryRequest) -> TuningRun:
         )
         return run
     attach_memory(run, memory)
+    milestones = Milestones(run, run.emit)
+    run.batch_hooks.append(milestones.after_batch)
     run.start()
     status = SessionStatus.FAILED
     try:
         run_strategy(run)
+        milestones.at_end()
         status = SessionStatus.STOPPED if run.control.stop_requested else SessionStatus.COMPLETED
     except KeyboardInterrupt:
         status = SessionStatus.INTERRUPTED

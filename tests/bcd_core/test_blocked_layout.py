@@ -105,7 +105,8 @@ def test_a_session_tuned_blocked_records_resumes_and_exports_its_layout(tmp_path
     store = RecordStore(db)
     session = store.session(resumed.session_id)
     assert session_layout(session) == "blocked" and session["status"] == "completed"
-    plain = run_session(mobile_cnn, db, host_target(), TuneSettings(trials_per_task=1, trials_per_round=1))
+    plain_settings = TuneSettings(trials_per_task=1, trials_per_round=1, conv_layout="nchw")
+    plain = run_session(mobile_cnn, db, host_target(), plain_settings)
     assert plain.session_id != resumed.session_id and session_layout(store.session(plain.session_id)) == "nchw"
     result = export_tuned_session(store, resumed.session_id, tmp_path / "blocked", runs=3)
     assert result.check is not None and result.check.matches, result.check

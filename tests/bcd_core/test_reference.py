@@ -4,6 +4,7 @@ in the store, shown in the report; never for a GPU target."""
 from __future__ import annotations
 
 import json
+import re
 from contextlib import closing
 from pathlib import Path
 
@@ -58,4 +59,5 @@ def test_the_report_compares_the_tuned_model_with_onnxruntime(tmp_path: Path, ti
     saved = json.loads(files.json.read_text())
     assert latency is not None and saved["onnxruntime_latency_s"] == latency
     page = files.html.read_text()
-    assert "onnxruntime" in page and "x its time" in page
+    assert "onnxruntime" in page and re.search(r"the tuned model timed \d+\.\d\dx (slower|faster)", page)
+    assert saved["compiled_model_latency"] and "x the estimate then" in page

@@ -1,0 +1,196 @@
+"""Which layout a model's convolutions tune in, decided by measurement on this machine.
+
+Blocked convolutions (bcd_core/layout.py) usually tune to faster programs on CPUs, but not on
+every model: a graph of few or tiny convolutions pays for the layout transforms at its
+boundaries and gains nothing. Neither untuned programs nor a few programs of single tasks tell
+the layouts apart (a naive blocked loop nest is no faster than a naive NCHW one, and a task's
+first dozen candidates are noise), so the probe is a short tune of the whole model in each
+layout, a few trials per task, and the two compiled models are timed: the latency a user would
+get, layout transforms included. Blocked is chosen only when it wins by a margin. The probes are
+sessions of their own in the store (named `layout_probe`, so no user's tune continues one); the
+real tune's search starts from their records, and a stopped probe resumes with the next tune.
+
+The choice is stored per model, target, thread count and input shapes, so every later tune of
+the model finds it (and its sessions) without measuring again. Stock MetaSchedule, GPU targets
+and models without a convolution the block fits keep the model's layout, unmeasured."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from contextlib import closing
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from tvm.target import Target
+
+from bcd_core.layout import LayoutMode, vector_block
+from bcd_core.model_import import file_sha256, import_model
+from bcd_core.records.measured import LayoutChoice, stored_choice
+from bcd_core.records.store import RecordStore
+from bcd_core.records.timing import session_layout
+from bcd_core.target import is_gpu, target_key
+from bcd_core.tuning.continuation import known_layout
+from bcd_core.tuning.options import AUTO_LAYOUT, STOCK
+from bcd_core.tuning.run import PreparedModel, TuningRun, estimated_latency, prepare_model
+from bcd_core.tuning.settings import TuneSettings
+
+PROBE_TRIALS_PER_TASK = 4  # or fewer, when the tune itself gives each task fewer
+WIN_MARGIN = 0.05  # blocked must make the compiled model this much faster to be chosen
+
+
+@dataclass(frozen=True)
+class ProbeRun:
+    """The user's settings, and how to run a probe's tune (tune.py's `run_session` for this
+    model and store, with the user's listeners and control: that module imports this one)."""
+
+    settings: TuneSettings
+    tune: Callable[[TuneSettings], TuningRun]
+    say: Callable[[str], None] = lambda text: None
+
+
+def probe_settings(settings: TuneSettings, layout: str) -> TuneSettings:
+    trials = min(PROBE_TRIALS_PER_TASK, settings.trials_per_task)
+    return replace(settings, conv_layout=layout, trials_per_task=trials, trials_per_round=trials, layout_probe=True)
+
+
+def probe_latency(store: RecordStore, run: TuningRun) -> float | None:
+    """The probe's compiled model as timed at its last milestone, else its estimate."""
+    timed = store.model_latencies(run.session_id)
+    return timed[-1]["measured_latency_s"] if timed else estimated_latency(run.tasks, run.best)
+
+
+def probe_layouts(target: Target, probe: ProbeRun) -> tuple[LayoutChoice | None, TuningRun]:
+    """Tune the whole model briefly in each layout (sessions of their own in the store, which
+    the real tune's search then starts from) and compare the compiled models as timed: (the
+    choice, the last probe's run); no choice when the user stopped a probe."""
+    started, figures, tasks = time.perf_counter(), {}, 0
+    for layout in (LayoutMode.BLOCKED, LayoutMode.PLAIN):
+        settings = probe_settings(probe.settings, layout)
+        probe.say(f"layout: probing {layout}: every task tuned {settings.trials_per_task} times, then timed")
+        run = probe.tune(settings)
+        if run.control.stop_requested:
+            return None, run
+        figures[layout], tasks = probe_latency(run.store, run), len(run.tasks)
+        run.store.close()
+    nchw_s, blocked_s = figures[LayoutMode.PLAIN], figures[LayoutMode.BLOCKED]
+    if nchw_s is None or blocked_s is None:
+        return LayoutChoice(LayoutMode.PLAIN, "measured: a probe could not time every task, so the model's own"), run
+    wins = blocked_s < nchw_s * (1 - WIN_MARGIN)
+    trials = probe_settings(probe.settings, LayoutMode.PLAIN).trials_per_task
+    verdict = "faster" if wins else f"not {WIN_MARGIN:.0%} faster"
+    reason = (
+        f"measured: tuned {trials} trials per task, the compiled model ran {nchw_s * 1e3:.3g} ms in NCHW and "
+        f"{blocked_s * 1e3:.3g} ms blocked, {nchw_s / blocked_s:.2f}x as fast, {verdict}"
+    )
+    block = vector_block(target) if wins else 0
+    layout = LayoutMode.BLOCKED if wins else LayoutMode.PLAIN
+    return LayoutChoice(layout, reason, block, nchw_s, blocked_s, tasks, trials, time.perf_counter() - started), run
+
+
+def unmeasured_choice(settings: TuneSettings, target: Target) -> LayoutChoice | None:
+    """The layout when no measurement is needed: asked for, stock, or a GPU."""
+    if settings.conv_layout != AUTO_LAYOUT:
+        block = vector_block(target) if settings.conv_layout == LayoutMode.BLOCKED else 0
+        return LayoutChoice(settings.conv_layout, "as asked (--layout)", block)
+    if settings.strategy == STOCK:
+        return LayoutChoice(LayoutMode.PLAIN, "stock MetaSchedule tunes the model's own layout")
+    if is_gpu(target):
+        return LayoutChoice(LayoutMode.PLAIN, "blocked layouts are for CPU targets")
+    return None
+
+
+def known_choice(
+    store_paths: Sequence[str | Path], model_path: str | Path, target: Target, settings: TuneSettings
+) -> LayoutChoice:
+    """What a tune would use without measuring anything: the asked or unmeasured layout, a
+    choice stored in one of `store_paths`, or the model's own layout until a tune measures."""
+    choice = unmeasured_choice(settings, target)
+    if choice is not None:
+        return choice
+    key, model_hash = target_key(target), file_sha256(Path(model_path))
+    for path in store_paths:
+        if not Path(path).is_file():
+            continue
+        with closing(RecordStore(path, read_only=True)) as store:
+            found = stored_choice(store.layout_choice(model_hash, key, settings.kernel_threads, settings.input_shapes))
+        if found is not None:
+            return found
+    return LayoutChoice(LayoutMode.PLAIN, "auto: not measured yet (a tune measures both layouts first)")
+
+
+def earlier_choice(store: RecordStore, target: Target, settings: TuneSettings, model_hash: str) -> LayoutChoice | None:
+    """The choice stored for this model, or the layout of the session this tune continues."""
+    key = target_key(target)
+    found = stored_choice(store.layout_choice(model_hash, key, settings.kernel_threads, settings.input_shapes))
+    if found is not None:
+        return found
+    known = known_layout(store, model_hash, key, settings)
+    if known is None:
+        return None
+    block = vector_block(target) if known[0] == LayoutMode.BLOCKED else 0
+    return LayoutChoice(known[0], known[1], block)
+
+
+class ProbeStopped(Exception):
+    """The user stopped a layout probe; `run` is the probe's session (a later tune resumes it)."""
+
+    def __init__(self, run: TuningRun) -> None:
+        super().__init__("layout probe stopped")
+        self.run = run
+
+
+def has_blocked_convolutions(model_path: str | Path, target: Target, settings: TuneSettings) -> bool:
+    shapes = {k: tuple(v) for k, v in settings.input_shapes.items()}
+    mod = import_model(model_path, shapes, settings.math, LayoutMode.BLOCKED, target).relax_mod
+    return any("NCHWc" in gv.name_hint for gv in mod.get_global_vars())
+
+
+def choose_layout(
+    db_path: str | Path,
+    model_path: str | Path,
+    target: Target,
+    probe: ProbeRun,
+    resume_session_id: int | None = None,
+) -> tuple[LayoutChoice, PreparedModel]:
+    """The layout to tune `model_path` in, and the model prepared in it. The store at `db_path`
+    is read if it exists and written (created) only once the model imported, so a model that
+    fails to import leaves no store behind. ProbeStopped if the user stopped a probe."""
+    settings = probe.settings
+    shapes = {k: tuple(v) for k, v in settings.input_shapes.items()}
+
+    def prepare(layout: str) -> PreparedModel:
+        return prepare_model(model_path, target, shapes, settings.cluster_mode, settings.math, layout)
+
+    choice = layout_without_probe(db_path, model_path, target, settings, resume_session_id)
+    if choice is not None:
+        return choice, prepare(choice.layout)
+    if not has_blocked_convolutions(model_path, target, settings):
+        choice = LayoutChoice(LayoutMode.PLAIN, "no convolution whose channels the vector block divides")
+    else:
+        choice, run = probe_layouts(target, probe)
+        if choice is None:
+            raise ProbeStopped(run)
+    with closing(RecordStore(db_path)) as store:
+        row = choice.row(target_key(target), settings.kernel_threads, file_sha256(Path(model_path)))
+        store.record_layout_choice(row, settings.input_shapes)
+    probe.say(f"layout: {choice.describe()}")
+    return choice, prepare(choice.layout)
+
+
+def layout_without_probe(
+    db_path: str | Path, model_path: str | Path, target: Target, settings: TuneSettings, resume_session_id: int | None
+) -> LayoutChoice | None:
+    """The layout when nothing needs measuring: a resumed session's, the asked or unmeasured
+    one, a stored choice, or a continued session's."""
+    existing = Path(db_path).is_file() and Path(model_path).is_file()
+    if resume_session_id is not None and existing:  # a resumed session keeps its layout, whatever was measured since
+        with closing(RecordStore(db_path)) as store:
+            layout = session_layout(store.session(resume_session_id))
+        block = vector_block(target) if layout == LayoutMode.BLOCKED else 0
+        return LayoutChoice(layout, f"as session {resume_session_id}, resumed", block)
+    choice = unmeasured_choice(settings, target)
+    if choice is not None or not existing:
+        return choice
+    with closing(RecordStore(db_path)) as store:
+        return earlier_choice(store, target, settings, file_sha256(Path(model_path)))

@@ -1,0 +1,94 @@
+"""The whole compiled model timed while a session tunes: the latency a user gets, beside the
+estimate (the sum of the tasks' best programs times their weights).
+
+The two differ: the estimate leaves out the layout transforms, the VM's calls between kernels
+and the caches a kernel finds warm or cold after its neighbours. So at milestones (once the
+first full estimate exists, and when the tune ends) the model is compiled with the best records
+so far, written and loaded exactly as `bcd export` does, and timed as `bcd check` times it. The
+tuner waits meanwhile (a candidate timed beside the model would be timed wrong), and that time
+is kept out of the session's clock, so curves compare tuning time; each row records its cost.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bcd_core.export import compile_tuned, export_library, library_runner, missing_records, target_device
+from bcd_core.formatting import format_latency
+from bcd_core.model_import import random_inputs
+from bcd_core.records.states import EventKind, TaskStatus
+from bcd_core.timing import time_runs
+from bcd_core.tuning.events import ModelMeasured
+from bcd_core.tuning.run import TuningRun, estimated_latency
+
+log = logging.getLogger("bcd.milestones")
+FIRST_ESTIMATE = "first estimate"
+FINAL = "final"
+RUNS = 20  # timed runs per pass (3 passes): a fifth of a check's, the tuner waits meanwhile
+
+
+def time_compiled_model(run: TuningRun) -> tuple[float, float]:
+    """(median seconds, relative spread) of the model compiled from the run's best records."""
+    imported = run.prepared.imported
+    skipped = [row["name"] for row in run.store.tasks(run.session_id) if row["status"] == TaskStatus.SKIPPED]
+    missing = missing_records(run.database, imported.relax_mod, run.target)
+    executable = compile_tuned(run.database, imported.relax_mod, run.target, untuned_ok=skipped, missing=missing)
+    with tempfile.TemporaryDirectory(prefix="bcd-milestone-") as folder:
+        path = export_library(executable, Path(folder) / "model.so")
+        runner = library_runner(path, random_inputs(imported.inputs), target_device(run.target))
+        timing = time_runs(runner.run, runs=RUNS)
+    return timing.median_ms / 1e3, timing.spread
+
+
+class Milestones:
+    """Times the compiled model once the session has its first full estimate and at its end;
+    `emit` tells listeners (the CLI's progress line)."""
+
+    def __init__(self, run: TuningRun, emit: Callable[[ModelMeasured], None]) -> None:
+        self.run = run
+        self.emit = emit
+        self.done = {row["milestone"] for row in run.store.model_latencies(run.session_id)}
+        self.last_trials = max((row["trials_done"] for row in run.store.model_latencies(run.session_id)), default=-1)
+
+    def after_batch(self, task_index: int, trials: list, trial_ids: list) -> None:
+        if FIRST_ESTIMATE not in self.done and estimated_latency(self.run.tasks, self.run.best) is not None:
+            self.measure(FIRST_ESTIMATE)
+
+    def at_end(self) -> None:
+        if self.run.trials_done != self.last_trials and estimated_latency(self.run.tasks, self.run.best) is not None:
+            self.measure(FINAL)
+
+    def measure(self, milestone: str) -> None:
+        run, started = self.run, time.perf_counter()
+        estimate = estimated_latency(run.tasks, run.best)
+        self.done.add(milestone)
+        try:
+            seconds, spread = time_compiled_model(run)
+        except Exception as err:  # a milestone must never end the tune it describes
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            run.message(EventKind.WARNING, f"could not time the compiled model ({milestone}): {first}")
+            return
+        finally:
+            run.paused_s += time.perf_counter() - started  # off the tuning clock
+        cost = time.perf_counter() - started
+        self.last_trials = run.trials_done
+        row = {
+            "milestone": milestone,
+            "trials_done": run.trials_done,
+            "elapsed_s": run.elapsed(),
+            "estimated_latency_s": estimate,
+            "measured_latency_s": seconds,
+            "spread": spread,
+            "cost_s": cost,
+        }
+        run.store.record_model_latency(run.session_id, row)
+        run.message(
+            EventKind.INFO,
+            f"compiled model timed ({milestone}, {run.trials_done} trials): {format_latency(seconds)}, "
+            f"{seconds / estimate:.2f}x the estimate {format_latency(estimate)} (took {cost:.0f} s)",
+        )
+        self.emit(ModelMeasured(run.session_id, milestone, run.trials_done, row["elapsed_s"], estimate, seconds, cost))
