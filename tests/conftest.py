@@ -11,6 +11,17 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # faster depends on the CPU, and the tests check task names and counts (engine processes and
 # `bcd` subprocesses inherit it).
 os.environ["BCD_LAYOUT"] = "nchw"
+# Timing the compiled model at a tune's milestones costs a tiny test model more than its tune:
+# off, except in the tests that check the timings and what shows them (time_model below).
+os.environ["BCD_TIME_MODEL"] = "0"
+
+
+@pytest.fixture
+def time_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Time the compiled model at milestones, in this process and the engines it starts."""
+    monkeypatch.setenv("BCD_TIME_MODEL", "1")
+
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 import models  # noqa: E402

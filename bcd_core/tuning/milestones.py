@@ -12,6 +12,7 @@ is kept out of the session's clock, so curves compare tuning time; each row reco
 from __future__ import annotations
 
 import logging
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -29,6 +30,13 @@ log = logging.getLogger("bcd.milestones")
 FIRST_ESTIMATE = "first estimate"
 FINAL = "final"
 RUNS = 20  # timed runs per pass (3 passes): a fifth of a check's, the tuner waits meanwhile
+# "0" turns the timings off: a tune of a tiny model spends more time compiling it than tuning
+# it (the test suite sets it, except in the tests of the timings and of what shows them).
+SWITCH = "BCD_TIME_MODEL"
+
+
+def timing_on() -> bool:
+    return os.environ.get(SWITCH, "1") != "0"
 
 
 def time_compiled_model(run: TuningRun) -> tuple[float, float]:
@@ -55,11 +63,14 @@ class Milestones:
         self.last_trials = max((row["trials_done"] for row in run.store.model_latencies(run.session_id)), default=-1)
 
     def after_batch(self, task_index: int, trials: list, trial_ids: list) -> None:
+        if self.run.settings.layout_probe or not timing_on():  # a layout probe needs only its final model
+            return
         if FIRST_ESTIMATE not in self.done and estimated_latency(self.run.tasks, self.run.best) is not None:
             self.measure(FIRST_ESTIMATE)
 
     def at_end(self) -> None:
-        if self.run.trials_done != self.last_trials and estimated_latency(self.run.tasks, self.run.best) is not None:
+        new_trials = self.run.trials_done != self.last_trials
+        if timing_on() and new_trials and estimated_latency(self.run.tasks, self.run.best) is not None:
             self.measure(FINAL)
 
     def measure(self, milestone: str) -> None:

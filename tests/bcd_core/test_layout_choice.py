@@ -63,7 +63,7 @@ def _sha(path: Path) -> str:
 
 @pytest.mark.slow
 def test_a_tune_measures_its_layout_records_it_and_a_resumed_session_keeps_it(
-    tmp_path: Path, mobile_cnn: Path, monkeypatch
+    tmp_path: Path, mobile_cnn: Path, monkeypatch, time_model
 ) -> None:
     """Both layouts are probed by short tunes whose compiled models are timed; the faster (by
     the margin) is recorded and tuned; no user's tune continues a probe session; the choice is
@@ -74,7 +74,8 @@ def test_a_tune_measures_its_layout_records_it_and_a_resumed_session_keeps_it(
     store = RecordStore(db)
     probes = [s for s in store.sessions() if json.loads(s["settings"]).get("layout_probe")]
     assert len(probes) == 2 and first.session_id not in {s["id"] for s in probes}
-    assert all(store.model_latencies(s["id"]) for s in probes), "each probe's compiled model was timed"
+    timed = [[row["milestone"] for row in store.model_latencies(s["id"])] for s in probes]
+    assert timed == [["final"], ["final"]], "each probe's compiled model was timed once, at its end"
     session = store.session(first.session_id)
     chosen = json.loads(session["settings"])["conv_layout"]
     recorded = session_layout_choice(store, session)
@@ -94,7 +95,9 @@ def test_a_tune_measures_its_layout_records_it_and_a_resumed_session_keeps_it(
 
 
 @pytest.mark.slow
-def test_a_stopped_probe_records_no_choice_and_the_next_tune_resumes_it(tmp_path: Path, mobile_cnn: Path) -> None:
+def test_a_stopped_probe_records_no_choice_and_the_next_tune_resumes_it(
+    tmp_path: Path, mobile_cnn: Path, time_model
+) -> None:
     from bcd_core.tuning.control import TuningControl
     from bcd_core.tuning.events import RoundFinished
 
@@ -117,7 +120,9 @@ def test_a_stopped_probe_records_no_choice_and_the_next_tune_resumes_it(tmp_path
 
 
 @pytest.mark.slow
-def test_the_compiled_model_is_timed_at_the_first_estimate_and_at_the_end(tmp_path: Path, tiny_convnet: Path) -> None:
+def test_the_compiled_model_is_timed_at_the_first_estimate_and_at_the_end(
+    tmp_path: Path, tiny_convnet: Path, time_model
+) -> None:
     from bcd_core.tuning.events import ModelMeasured
 
     seen = []

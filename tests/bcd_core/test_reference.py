@@ -46,7 +46,7 @@ def test_a_model_onnxruntime_cannot_run_has_no_reference(tmp_path: Path, tiny_ml
 
 
 @pytest.mark.slow
-def test_the_report_compares_the_tuned_model_with_onnxruntime(tmp_path: Path, tiny_mlp: Path) -> None:
+def test_the_report_compares_the_tuned_model_with_onnxruntime(tmp_path: Path, tiny_mlp: Path, time_model) -> None:
     from bcd_core.tuning.settings import TuneSettings
     from bcd_core.tuning.tune import run_session
 

@@ -290,7 +290,9 @@ def test_requests_made_before_tune_apply_when_it_starts(qtbot, window, tiny_mlp:
 
 
 @pytest.mark.slow
-def test_onnxruntime_is_timed_as_the_reference_but_not_while_tuning(qtbot, window, tiny_mlp: Path, qsettings) -> None:
+def test_onnxruntime_is_timed_as_the_reference_but_not_while_tuning(
+    qtbot, window, tiny_mlp: Path, qsettings, time_model
+) -> None:
     """A reference timed beside a tune would be wrong (and kept) and would slow the tune: it
     waits for the tune's end, then shows in the overview and as a line in the latency plot;
     a window that opens the store alone (no model file) shows the one kept."""
