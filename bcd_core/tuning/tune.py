@@ -70,10 +70,10 @@ def run_session(
     settings = replace(settings, conv_layout=choice.layout)
     store = RecordStore(db_path)
     run = TuningRun(store, prepared, settings, listeners, new_session, started, control, resume_session_id)
-    for text in said:  # shown already
+    # Into the session's events, not to the listeners: the probe's lines were shown as they
+    # came, and a listener's first event is the session's start.
+    for text in said or [f"layout: {choice.describe()}"]:
         store.add_event(run.session_id, run.elapsed(), EventKind.INFO, text, None)
-    if not said:
-        run.message(EventKind.INFO, f"layout: {choice.describe()}")
     channel = ControlChannel(db_path, run.session_id, run.control, engine_token).start()
     run.listeners.append(channel.on_event)
     try:
