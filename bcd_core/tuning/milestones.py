@@ -59,8 +59,9 @@ class Milestones:
     def __init__(self, run: TuningRun, emit: Callable[[ModelMeasured], None]) -> None:
         self.run = run
         self.emit = emit
-        self.done = {row["milestone"] for row in run.store.model_latencies(run.session_id)}
-        self.last_trials = max((row["trials_done"] for row in run.store.model_latencies(run.session_id)), default=-1)
+        timed = run.store.model_latencies(run.session_id)  # by earlier runs of a resumed session
+        self.done = {row["milestone"] for row in timed}
+        self.last_trials = max((row["trials_done"] for row in timed), default=-1)
 
     def after_batch(self, task_index: int, trials: list, trial_ids: list) -> None:
         if self.run.settings.layout_probe or not timing_on():  # a layout probe needs only its final model
