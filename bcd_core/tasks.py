@@ -10,6 +10,7 @@ import tvm
 from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
 
+from bcd_core.design_space import space_generator
 from bcd_core.errors import DynamicShapeError, TensorSizeError
 from bcd_core.model_import import fuse_for_tuning
 from bcd_core.tvm_rules import register_pooling_fallbacks
@@ -76,7 +77,7 @@ def design_space(mod: tvm.IRModule, target: Target) -> list[tvm.s_tir.Schedule]:
     context = ms.TuneContext(
         mod=mod,
         target=target,
-        space_generator="post-order-apply",
+        space_generator=space_generator(mod, target),
         search_strategy="evolutionary",
         num_threads=1,
     )

@@ -21,6 +21,7 @@ Run it alone: the figures are wall-clock measurements.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import time
@@ -36,8 +37,8 @@ from bcd_core.export import compile_tuned, session_input_shapes, session_math, s
 from bcd_core.model_import import import_model, random_inputs
 from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.store import RecordStore
-from bcd_core.records.timing import session_timing
-from bcd_core.target import target_key
+from bcd_core.records.timing import session_layout, session_timing
+from bcd_core.target import describe_target, target_key
 from bcd_core.tasks import Task, extract_tasks
 from bcd_core.timing import time_in_turns, time_runs
 from bcd_core.untuned import standard_normal_arguments
@@ -193,7 +194,9 @@ def open_session(store: RecordStore, model: Path, session_id: int | None = None)
     was tuned, and the store's records as MetaSchedule's database for that target."""
     session = store.session(session_id) if session_id else store.sessions()[-1]
     target = session_target(session)
-    imported = import_model(model, session_input_shapes(session), session_math(session))
+    imported = import_model(
+        model, session_input_shapes(session), session_math(session), session_layout(session), target
+    )
     database = SqliteDatabase(store, target_key(target), timing=session_timing(session))
     return session, target, imported, database
 
@@ -204,6 +207,7 @@ def main() -> None:
     parser.add_argument("model", type=Path)
     parser.add_argument("--session", type=int, help="default: the store's newest session")
     parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--json", type=Path, help="also write the summary here (docs/benchmarks.md reads it)")
     parser.add_argument(
         "--alone", action="store_true", help="also time each task's best program alone, warm and cache-flushed"
     )
@@ -236,6 +240,21 @@ def main() -> None:
     calls = sum(counts.values())
     print(f"instrument cost per call             {per_call_us:10.2f} us over {calls} calls (removed from kernels)")
     print(f"instrumented run                     {instrumented_us:10.1f} us")
+    if args.json:
+        summary = {
+            "model": args.model.name,
+            "layout": session_layout(session),
+            "trials": session["trials_done"],
+            "target": describe_target(target),
+            "estimate_us": estimated,
+            "measured_us": plain_us,
+            "kernels_in_model_us": task_calls,
+            "builtins_us": other_calls,
+            "calls": calls,
+            "alone_warm_us": sum(alone[s][0] * w for s, (w, _) in estimate.items() if s in alone) if alone else None,
+            "alone_cold_us": sum(alone[s][1] * w for s, (w, _) in estimate.items() if s in alone) if alone else None,
+        }
+        args.json.write_text(json.dumps(summary, indent=1))
 
 
 if __name__ == "__main__":

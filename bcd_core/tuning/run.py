@@ -25,6 +25,7 @@ from bcd_core.clustering import Cluster, cluster_of, cluster_tasks
 from bcd_core.cores import kernel_threads, tvm_default_threads
 from bcd_core.cost_model.metrics import batch_metrics
 from bcd_core.cost_model.stored import python_model
+from bcd_core.design_space import space_generator
 from bcd_core.errors import BcdError, StoreError
 from bcd_core.layout import LayoutMode
 from bcd_core.memory.recall import TuningMemory
@@ -264,7 +265,7 @@ def task_context(task: Task, target: Target, search_strategy: Any, rand_state: i
     return ms.TuneContext(
         mod=task.mod,
         target=target,
-        space_generator="post-order-apply",
+        space_generator=space_generator(task.mod, target),
         search_strategy=search_strategy,
         task_name=task.name,
         rand_state=rand_state,

@@ -1,0 +1,121 @@
+"""The design space a task is tuned in: MetaSchedule's, plus a register tile for blocked convolutions.
+
+MetaSchedule's multi-level tiling can express NeoCPU's schedule of an NCHW[x]c convolution
+(output rows in registers, the channel block as the vector, the input-channel block innermost
+of the reduction) but only as one point of a space of millions, which a random first population
+and a cost model trained on a few dozen measurements seldom reach within the budgets users run.
+`RegisterTiledConvolution` adds that schedule as a sketch of its own beside MetaSchedule's, with
+its two free choices sampled as tile sizes (how many output columns and channel blocks stay in
+registers), so the evolutionary search, its mutators, the cost model and diffusion treat it as
+any other sketch and the measurements decide between them. Blocks the tile does not fit, and
+every task outside the blocked layout, keep exactly MetaSchedule's space.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm
+from tvm.ir.utils import derived_object
+from tvm.s_tir import meta_schedule as ms
+from tvm.s_tir.meta_schedule.schedule_rule import PyScheduleRule
+from tvm.target import Target
+
+# Accumulators a register tile may hold: AVX2 has 16 vector registers, AVX-512 32; a tile of
+# columns x channel blocks beyond what fits spills, which the measurements then reject.
+MAX_TILE_COLUMNS = 16
+MAX_TILE_CHANNEL_BLOCKS = 4
+_SPATIAL, _REDUCE = 0, 2
+
+
+def _iter_types(sch: tvm.s_tir.Schedule, block: Any) -> list[int]:
+    return [int(var.iter_type) for var in sch.get(block).iter_vars]
+
+
+def _fuse_epilogue(sch: tvm.s_tir.Schedule, block: Any, loop: Any) -> None:
+    """The fused element-wise tail (bias, activation) computed per register tile, while the
+    accumulators are still in registers."""
+    consumers = sch.get_consumers(block)
+    if len(consumers) == 1:
+        sch.reverse_compute_at(consumers[0], loop, preserve_unit_loops=True)
+
+
+def _no_other_rule(sch: tvm.s_tir.Schedule, block: Any) -> None:
+    """MetaSchedule's rules skip a block annotated so (its parallel, vectorize and unroll
+    post-processing still apply)."""
+    sch.annotate(block, "schedule_rule", "None")
+
+
+def tile_conv2d_nchwc(sch: tvm.s_tir.Schedule, block: Any) -> None:
+    """n, oc_chunk, oh, ow, oc_block (spatial) x ic, kh, kw (reduction), as TOPI's
+    `conv2d_NCHWc` computes it: ic runs over all input channels, block by block."""
+    n, oc_chunk, oh, ow, oc_block, ic, kh, kw = sch.get_loops(block)
+    ic_block = int(sch.get(block).reads[0].source.shape[-1])
+    ow_outer, ow_inner = sch.split(ow, sch.sample_perfect_tile(ow, n=2, max_innermost_factor=MAX_TILE_COLUMNS))
+    oc_outer, oc_inner = sch.split(
+        oc_chunk, sch.sample_perfect_tile(oc_chunk, n=2, max_innermost_factor=MAX_TILE_CHANNEL_BLOCKS)
+    )
+    ic_outer, ic_inner = sch.split(ic, [None, ic_block])
+    sch.reorder(n, oc_outer, oh, ow_outer, ic_outer, kh, kw, ic_inner, oc_inner, ow_inner, oc_block)
+    _fuse_epilogue(sch, block, ow_outer)
+    sch.unroll(ow_inner)
+    sch.unroll(oc_inner)
+    sch.vectorize(oc_block)
+    _no_other_rule(sch, block)
+
+
+def tile_depthwise_nchwc(sch: tvm.s_tir.Schedule, block: Any) -> None:
+    """n, chunk, oh, ow, block (spatial) x kh, kw (reduction)."""
+    n, chunk, oh, ow, lanes, kh, kw = sch.get_loops(block)
+    ow_outer, ow_inner = sch.split(ow, sch.sample_perfect_tile(ow, n=2, max_innermost_factor=MAX_TILE_COLUMNS))
+    sch.reorder(n, chunk, oh, ow_outer, kh, kw, ow_inner, lanes)
+    _fuse_epilogue(sch, block, ow_outer)
+    sch.unroll(ow_inner)
+    sch.vectorize(lanes)
+    _no_other_rule(sch, block)
+
+
+# block name -> (iteration types it must have, the tile)
+TILES = {
+    "conv2d_NCHWc": ([_SPATIAL] * 5 + [_REDUCE] * 3, tile_conv2d_nchwc),
+    "depthwise_conv2d_NCHWc": ([_SPATIAL] * 5 + [_REDUCE] * 2, tile_depthwise_nchwc),
+}
+
+
+@derived_object
+class RegisterTiledConvolution(PyScheduleRule):
+    """For a blocked convolution: MetaSchedule's sketch, and the register-tiled one beside it."""
+
+    def _initialize_with_tune_context(self, context: ms.TuneContext) -> None:
+        pass
+
+    def clone(self) -> RegisterTiledConvolution:
+        return RegisterTiledConvolution()
+
+    def apply(self, sch: tvm.s_tir.Schedule, block: Any) -> list[tvm.s_tir.Schedule]:
+        fit = TILES.get(sch.get(block).name_hint)
+        if fit is None or _iter_types(sch, block) != fit[0]:
+            return [sch]
+        tiled = sch.copy()
+        try:
+            fit[1](tiled, block)
+        except tvm.s_tir.schedule.ScheduleError:  # a shape the tile cannot take: MetaSchedule's sketch alone
+            return [sch]
+        return [sch, tiled]
+
+
+def space_generator(mod: tvm.IRModule, target: Target) -> ms.space_generator.PostOrderApply:
+    """MetaSchedule's post-order space for `target` with the register tile after inlining (the
+    epilogue it fuses is then one block) and before multi-level tiling."""
+    default = ms.TuneContext(mod=mod, target=target, space_generator="post-order-apply").space_generator
+    rules = list(default.sch_rules)
+    after_inlining = next((i + 1 for i, rule in enumerate(rules) if isinstance(rule, ms.schedule_rule.AutoInline)), 0)
+    rules.insert(after_inlining, RegisterTiledConvolution())
+    return ms.space_generator.PostOrderApply(
+        sch_rules=rules, postprocs=list(default.postprocs), mutator_probs=dict(default.mutator_probs)
+    )
+
+
+def is_register_tiled(trace: tvm.s_tir.Trace) -> bool:
+    """Whether a program (its trace) comes from the register-tiled sketch."""
+    return any(inst.kind.name == "Annotate" and str(inst.attrs[0]) == "schedule_rule" for inst in trace.insts)

@@ -1,0 +1,77 @@
+"""The register-tiled sketch of blocked convolutions: it sits beside MetaSchedule's sketches, a
+program sampled from it computes what the convolution computes, and a task outside the blocked
+layout keeps MetaSchedule's space unchanged."""
+
+from pathlib import Path
+
+import models
+import numpy as np
+import pytest
+import tvm
+from tvm.s_tir import meta_schedule as ms
+
+from bcd_core.design_space import is_register_tiled, space_generator
+from bcd_core.layout import LayoutMode
+from bcd_core.model_import import import_model
+from bcd_core.target import host_target
+from bcd_core.tasks import Task, design_space, extract_tasks, sketch_signature
+from bcd_core.untuned import standard_normal_arguments
+
+TARGET = host_target(2)
+
+
+@pytest.fixture(scope="module")
+def mobile_cnn(model_dir: Path) -> Path:
+    return models.mobile_block_cnn(model_dir / "mobile_block_cnn.onnx")
+
+
+def tasks_in(path: Path, layout: str) -> list[Task]:
+    return extract_tasks(import_model(path, layout=layout, target=TARGET).relax_mod, TARGET)
+
+
+def metaschedule_space(task: Task) -> list[tvm.s_tir.Schedule]:
+    context = ms.TuneContext(mod=task.mod, target=TARGET, space_generator="post-order-apply", num_threads=1)
+    return list(context.generate_design_space())
+
+
+def test_each_blocked_convolution_gets_one_register_tiled_sketch_more(mobile_cnn: Path) -> None:
+    tasks = tasks_in(mobile_cnn, LayoutMode.BLOCKED)
+    convolutions = [t for t in tasks if "conv2d_NCHWc" in t.name]
+    assert any("depthwise" in t.name for t in convolutions) and any("depthwise" not in t.name for t in convolutions)
+    for task in tasks:
+        ours = design_space(task.mod, TARGET)
+        tiled = [sketch for sketch in ours if is_register_tiled(sketch.trace)]
+        assert len(tiled) == (1 if task in convolutions else 0), task.name
+        assert len(ours) == len(metaschedule_space(task)) + len(tiled), task.name
+
+
+def test_a_task_outside_the_blocked_layout_keeps_metaschedules_space(mobile_cnn: Path) -> None:
+    for task in tasks_in(mobile_cnn, LayoutMode.PLAIN):
+        ours = [sketch_signature(s) for s in design_space(task.mod, TARGET)]
+        assert ours == [sketch_signature(s) for s in metaschedule_space(task)], task.name
+
+
+def run(library: tvm.runtime.Module, task: Task) -> np.ndarray:
+    arguments = standard_normal_arguments(task, tvm.cpu(0))
+    library["main"](*arguments)
+    return arguments[-1].numpy()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_register_tiled_programs_compute_the_convolution(mobile_cnn: Path, seed: int) -> None:
+    """Sampled tiles (columns and channel blocks in registers, the fused epilogue per tile) after
+    MetaSchedule's post-processing build and give the unscheduled program's output."""
+    for task in [t for t in tasks_in(mobile_cnn, LayoutMode.BLOCKED) if "conv2d_NCHWc" in t.name]:
+        context = ms.TuneContext(
+            mod=task.mod,
+            target=TARGET,
+            space_generator=space_generator(task.mod, TARGET),
+            rand_state=seed,
+            num_threads=1,
+        )
+        (tiled,) = [s for s in context.generate_design_space() if is_register_tiled(s.trace)]
+        for postproc in context.space_generator.postprocs:
+            assert postproc.apply(tiled), (task.name, postproc)
+        expected = run(tvm.compile(task.mod, target=TARGET).mod, task)
+        got = run(tvm.compile(tiled.mod, target=TARGET).mod, task)
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4, err_msg=task.name)
