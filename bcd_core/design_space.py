@@ -99,7 +99,7 @@ class RegisterTiledConvolution(PyScheduleRule):
         tiled = sch.copy()
         try:
             fit[1](tiled, block)
-        except tvm.s_tir.schedule.ScheduleError:  # a shape the tile cannot take: MetaSchedule's sketch alone
+        except RuntimeError:  # ScheduleError and TVM's other failures: MetaSchedule's sketch alone
             return [sch]
         return [sch, tiled]
 

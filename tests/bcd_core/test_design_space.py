@@ -75,3 +75,20 @@ def test_register_tiled_programs_compute_the_convolution(mobile_cnn: Path, seed:
         expected = run(tvm.compile(task.mod, target=TARGET).mod, task)
         got = run(tvm.compile(tiled.mod, target=TARGET).mod, task)
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4, err_msg=task.name)
+
+
+def test_register_tiled_programs_build_for_avx512(model_dir: Path) -> None:
+    """With 16-lane blocks (a target this machine may not run): the tile fits and builds."""
+    avx512 = tvm.target.Target({"kind": "llvm", "mcpu": "skylake-avx512", "num-cores": 2})
+    path = models.mobile_block_cnn(model_dir / "mobile_block_cnn_avx512.onnx")
+    tasks = extract_tasks(import_model(path, layout=LayoutMode.BLOCKED, target=avx512).relax_mod, avx512)
+    convolutions = [t for t in tasks if "conv2d_NCHWc" in t.name]
+    assert convolutions and all(t.shapes[0][-1] in (3, 16) for t in convolutions)
+    for task in convolutions:
+        context = ms.TuneContext(
+            mod=task.mod, target=avx512, space_generator=space_generator(task.mod, avx512), num_threads=1
+        )
+        (tiled,) = [s for s in context.generate_design_space() if is_register_tiled(s.trace)]
+        for postproc in context.space_generator.postprocs:
+            assert postproc.apply(tiled), (task.name, postproc)
+        tvm.compile(tiled.mod, target=avx512)
