@@ -243,7 +243,8 @@ class OverviewPanel(QWidget):
         label.setText(f"{format_latency(seconds)}  ({ratio})")
         label.setToolTip(
             "the whole model compiled with the best programs so far, written and loaded as Export does, timed "
-            "on this machine; the estimate is the sum of the tasks' best latencies times their weights"
+            "on this machine; the estimate beside it sums the tasks' best programs times their weights, each "
+            "program timed again at that point (the search's single timings of its winners are optimistic)"
         )
         return seconds
 

@@ -197,13 +197,27 @@ TABLES: dict[str, Table] = {
             "milestone": str,
             "trials_done": int,
             "elapsed_s": float,
-            "estimated_latency_s": float,
+            "estimated_latency_s": float,  # summed from re-timed best programs (tuning/retime.py)
+            "search_estimate_s": float,  # summed from the search's measurements of them
             "measured_latency_s": float,
             "spread": float,
             "cost_s": float,
             "measured_at": str,
         },
         indexes=(Index(("session_id",)),),
+    ),
+    # Trials timed again, several repeats each, at a session's milestones (tuning/retime.py):
+    # a re-timed latency ranks its record wherever a best is chosen (records/retimings.py).
+    "retimings": Table(
+        {
+            "trial_id": int,
+            "session_id": int,
+            "latency_s": float,
+            "spread": float,
+            "repeats": int,
+            "measured_at": str,
+        },
+        pk="trial_id",
     ),
     # Requests to a running session's engine from any process (the dashboard, attached or
     # not): pause, resume, stop and steering, taken by the engine's control channel
@@ -235,7 +249,10 @@ TABLES_ADDED_LATER = (
     "reference",
     "layout_choices",
     "model_latency",
+    "retimings",
 )
+# Columns added to a table after its first release: added to older stores when they open.
+COLUMNS_ADDED_LATER = {"model_latency": ("search_estimate_s",)}
 
 # Covering indexes for what viewers read per session (session_view): trial counts and best
 # latency per task without reading the trials' traces, and the latest round at once.
@@ -269,7 +286,16 @@ def create_or_migrate(db: sqlite_utils.Database, path: Path, read_only: bool = F
         if name not in tables:
             with db.atomic():
                 _create_table(db, name, TABLES[name])
+    _add_later_columns(db)
     ensure_view_indexes(db, path)
+
+
+def _add_later_columns(db: sqlite_utils.Database) -> None:
+    for name, columns in COLUMNS_ADDED_LATER.items():
+        present = db[name].columns_dict
+        for column in columns:
+            if column not in present:
+                db[name].add_column(column, TABLES[name].columns[column])
 
 
 def _enable_wal(db: sqlite_utils.Database, tries: int = 100) -> None:

@@ -149,12 +149,16 @@ class SessionsMixin(StoreBase):
         with self.transaction() as db:
             db["sessions"].update(session_id, changes, alter=True)
 
-    def finish_session(self, session_id: int, status: str, elapsed_s: float, bookkeeping_s: float) -> None:
+    def finish_session(
+        self, session_id: int, status: str, elapsed_s: float, bookkeeping_s: float, estimate_s: float | None = None
+    ) -> None:
+        """`estimate_s`: the final estimate from re-timed programs, when the tune ended with one
+        (it replaces the search's, which each round wrote)."""
+        ended = {"status": status, "ended_at": now_iso(), "elapsed_s": elapsed_s, "bookkeeping_s": bookkeeping_s}
+        if estimate_s is not None:
+            ended["estimated_latency_s"] = estimate_s
         with self.transaction() as db:
-            db["sessions"].update(
-                session_id,
-                {"status": status, "ended_at": now_iso(), "elapsed_s": elapsed_s, "bookkeeping_s": bookkeeping_s},
-            )
+            db["sessions"].update(session_id, ended)
 
     # -- workloads ------------------------------------------------------------------------
     def workloads_with_hash(self, shash: str) -> list[dict[str, Any]]:

@@ -8,11 +8,11 @@ from typing import Any
 
 import sqlite_utils
 
+from bcd_core.records.retimings import RetimingsMixin
 from bcd_core.records.rows import TrialRow, now_iso
-from bcd_core.records.store_base import StoreBase
 
 
-class TrialsMixin(StoreBase):
+class TrialsMixin(RetimingsMixin):
     """Trials written by rounds or imported, and per-session and per-workload queries."""
 
     # -- writes ---------------------------------------------------------------------------
@@ -110,21 +110,26 @@ class TrialsMixin(StoreBase):
         exclude_origins: tuple[str, ...] = (),
         exclude_sessions: tuple[int, ...] = (),
     ) -> list[dict[str, Any]]:
-        sql = "select * from trials where workload_id = ? and latency_s is not null"
-        params: list[Any] = [workload_id]
+        """The workload's k best valid records, a re-timed one ranked by its re-timed latency
+        (records/retimings.py): every re-timed record, and the k best others by the search's
+        measurements, merged. Re-timed records are few (a task's leaders at milestones), so this
+        keeps the index walk that stops after k rows."""
+        where, params = "t.latency_s is not null", []
         if target_key is not None:
-            sql += " and target_key = ?"
+            where += " and t.target_key = ?"
             params.append(target_key)
         if exclude_origins:
-            sql += f" and origin not in ({', '.join('?' * len(exclude_origins))})"
+            where += f" and t.origin not in ({', '.join('?' * len(exclude_origins))})"
             params += list(exclude_origins)
         if exclude_sessions:  # records imported from JSON belong to no session and stay
-            sql += f" and coalesce(session_id, -1) not in ({', '.join('?' * len(exclude_sessions))})"
+            where += f" and coalesce(t.session_id, -1) not in ({', '.join('?' * len(exclude_sessions))})"
             params += list(exclude_sessions)
-        sql += " order by latency_s, id limit ?"
-        params.append(k)
-        with self._lock:
-            return [dict(row) for row in self.db.query(sql, params)]
+        retimed = {row["id"]: row for row in self.retimed_records(workload_id, where, params)}
+        sql = f"select * from trials t where t.workload_id = ? and {where} order by t.latency_s, t.id limit ?"
+        with self._lock:  # k rows besides the re-timed ones, which may lead the search's order
+            searched = [dict(row) for row in self.db.query(sql, [workload_id, *params, k + len(retimed)])]
+        merged = [*retimed.values(), *(row for row in searched if row["id"] not in retimed)]
+        return sorted(merged, key=lambda row: (row["latency_s"], row["id"]))[:k]
 
     def all_records(self, target_key: str | None = None) -> list[dict[str, Any]]:
         with self._lock:

@@ -1,12 +1,15 @@
 """The whole compiled model timed while a session tunes: the latency a user gets, beside the
 estimate (the sum of the tasks' best programs times their weights).
 
-The two differ: the estimate leaves out the layout transforms, the VM's calls between kernels
-and the caches a kernel finds warm or cold after its neighbours. So at milestones (once the
-first full estimate exists, and when the tune ends) the model is compiled with the best records
-so far, written and loaded exactly as `bcd export` does, and timed as `bcd check` times it. The
-tuner waits meanwhile (a candidate timed beside the model would be timed wrong), and that time
-is kept out of the session's clock, so curves compare tuning time; each row records its cost.
+The two differ: the search's estimate sums the smallest of many single measurements (an
+optimistic number, tuning/retime.py), and any estimate leaves out the layout transforms, the
+VM's calls between kernels and the caches a kernel finds warm or cold after its neighbours. So
+at milestones (once the first full estimate exists, and when the tune ends) each task's leading
+program is timed again, which gives the estimate shown from then on, and the model is compiled
+with those records, written and loaded exactly as `bcd export` does, and timed as `bcd check`
+times it. The tuner waits meanwhile (a candidate timed beside the model would be timed wrong),
+and that time is kept out of the session's clock, so curves compare tuning time; each row
+records its cost.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from bcd_core.model_import import random_inputs
 from bcd_core.records.states import EventKind, TaskStatus
 from bcd_core.timing import time_runs
 from bcd_core.tuning.events import ModelMeasured
+from bcd_core.tuning.retime import retime_leaders
 from bcd_core.tuning.run import TuningRun, estimated_latency
 
 log = logging.getLogger("bcd.milestones")
@@ -76,9 +80,10 @@ class Milestones:
 
     def measure(self, milestone: str) -> None:
         run, started = self.run, time.perf_counter()
-        estimate = estimated_latency(run.tasks, run.best)
+        search_estimate = estimated_latency(run.tasks, run.best)
         self.done.add(milestone)
         try:
+            estimate = self.retimed_estimate() or search_estimate
             seconds, spread = time_compiled_model(run)
         except Exception as err:  # a milestone must never end the tune it describes
             first = (str(err).strip().splitlines() or [type(err).__name__])[0]
@@ -88,11 +93,14 @@ class Milestones:
             run.paused_s += time.perf_counter() - started  # off the tuning clock
         cost = time.perf_counter() - started
         self.last_trials = run.trials_done
+        if milestone == FINAL:
+            run.final_estimate = estimate
         row = {
             "milestone": milestone,
             "trials_done": run.trials_done,
             "elapsed_s": run.elapsed(),
             "estimated_latency_s": estimate,
+            "search_estimate_s": search_estimate,
             "measured_latency_s": seconds,
             "spread": spread,
             "cost_s": cost,
@@ -104,3 +112,26 @@ class Milestones:
             f"{seconds / estimate:.2f}x the estimate {format_latency(estimate)} (took {cost:.0f} s)",
         )
         self.emit(ModelMeasured(run.session_id, milestone, run.trials_done, row["elapsed_s"], estimate, seconds, cost))
+
+    def retimed_estimate(self) -> float | None:
+        """The estimate from each task's leading program timed again (tuning/retime.py); a
+        layout probe, which compares measured models only, skips it."""
+        run = self.run
+        if run.settings.layout_probe:
+            return None
+        try:
+            retimed = retime_leaders(run)
+        except Exception as err:  # the model is still timed, beside the search's estimate
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            run.message(EventKind.WARNING, f"could not time the best programs again: {first}")
+            return None
+        estimate = retimed.estimate(run.tasks)
+        search = estimated_latency(run.tasks, run.best)
+        if estimate is not None and search is not None:
+            failed = f", {retimed.failed} did not run again" if retimed.failed else ""
+            run.message(
+                EventKind.INFO,
+                f"best programs timed again ({retimed.programs} programs{failed}, {retimed.seconds:.0f} s): "
+                f"estimate {format_latency(estimate)}, {estimate / search:.2f}x the search's {format_latency(search)}",
+            )
+        return estimate

@@ -329,6 +329,9 @@ class TuningRun:
         self.control_in_callback = False
         self.stopped_from_callback = False
         self.given_up: set[int] = set()  # tasks whose every candidate failed
+        # The estimate from re-timed best programs at the final milestone (tuning/milestones.py),
+        # which the session keeps as its final estimate.
+        self.final_estimate: float | None = None
 
     # -- session identity -----------------------------------------------------------------
     def _open_session(self, new_session: bool, resume_session_id: int | None = None) -> tuple[int, bool]:
@@ -390,12 +393,9 @@ class TuningRun:
         )
 
     def finish(self, status: str) -> None:
-        self.store.finish_session(self.session_id, status, self.elapsed(), self.bookkeeping_s)
-        self.emit(
-            SessionFinished(
-                self.session_id, status, self.trials_done, estimated_latency(self.tasks, self.best), self.elapsed()
-            )
-        )
+        estimate = self.final_estimate or estimated_latency(self.tasks, self.best)
+        self.store.finish_session(self.session_id, status, self.elapsed(), self.bookkeeping_s, self.final_estimate)
+        self.emit(SessionFinished(self.session_id, status, self.trials_done, estimate, self.elapsed()))
 
     # -- contexts -------------------------------------------------------------------------
     def make_context(self, task: Task, search_strategy: Any) -> ms.TuneContext:

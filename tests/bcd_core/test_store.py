@@ -212,3 +212,36 @@ def test_processes_opening_one_new_store_at_once_all_get_it(tmp_path: Path) -> N
             path = str(tmp_path / f"new{attempt}.db")
             start = time.time() + 0.5
             assert pool.starmap(_open_new_store_at, [(path, start)] * 4) == ["ok"] * 4
+
+
+def test_a_retimed_record_ranks_by_its_retimed_latency(tmp_path: Path, dense_task, host) -> None:
+    """What the compiler applies and the search starts from follow the latest timing of a record."""
+    store = RecordStore(tmp_path / "r.db")
+    database = SqliteDatabase(store, target_key(host))
+    workload = database.commit_workload(dense_task.mod)
+    for seconds in (1e-5, 2e-5, 3e-5):
+        database.commit_tuning_record(make_record(dense_task, host, workload, seconds))
+    ids = [row["id"] for row in database.top_rows(database.workload_id(workload), 3)]
+    store.record_retimings(1, {ids[0]: (2.5e-5, 0.01, 5)})
+    ranked = database.top_rows(database.workload_id(workload), 3)
+    assert [row["id"] for row in ranked] == [ids[1], ids[0], ids[2]]
+    assert [row["latency_s"] for row in ranked] == pytest.approx([2e-5, 2.5e-5, 3e-5])
+    applied = database.query_tuning_record(dense_task.mod, host, "main")
+    assert float(applied.run_secs[0]) == pytest.approx(2e-5)
+    store.record_retimings(1, {ids[0]: (1.5e-5, 0.01, 5)})  # timed again: the latest timing counts
+    assert database.top_rows(database.workload_id(workload), 1)[0]["id"] == ids[0]
+    assert store.retimed_latencies(ids) == {ids[0]: pytest.approx(1.5e-5)}
+
+
+def test_a_store_from_before_retiming_gets_its_table_and_column(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    RecordStore(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("drop table retimings")
+    conn.execute("alter table model_latency drop column search_estimate_s")
+    conn.commit()
+    conn.close()
+    assert not RecordStore(path, read_only=True).has_retimings_table()
+    store = RecordStore(path)
+    assert store.has_retimings_table()
+    assert "search_estimate_s" in store.db["model_latency"].columns_dict

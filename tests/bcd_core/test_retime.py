@@ -1,0 +1,58 @@
+"""Each task's leading program is timed again at milestones; the re-timed latency is what the
+estimate sums and what picks the record the compiler applies."""
+
+from pathlib import Path
+
+import pytest
+
+from bcd_core.records.store import RecordStore
+from bcd_core.target import host_target
+from bcd_core.tuning import retime
+from bcd_core.tuning.retime import retime_leaders
+from bcd_core.tuning.run import estimated_latency
+from bcd_core.tuning.settings import TuneSettings
+from bcd_core.tuning.tune import run_session
+
+pytestmark = pytest.mark.slow
+
+
+def leaders(run) -> dict[int, dict]:
+    return {task.index: run.database.top_rows(run.workload_ids[task.index], 1)[0] for task in run.tasks}
+
+
+def test_the_final_estimate_sums_the_retimed_leaders(tmp_path: Path, tiny_convnet: Path, time_model) -> None:
+    db = tmp_path / "retimed.db"
+    run = run_session(tiny_convnet, db, host_target(), TuneSettings(trials_per_task=4, trials_per_round=2))
+    store = RecordStore(db)
+    leading = leaders(run)
+    retimed = store.retimed_latencies([row["id"] for row in leading.values()])
+    assert set(retimed) == {row["id"] for row in leading.values()}, "every task's applied program was re-timed"
+    expected = sum(task.weight * retimed[leading[task.index]["id"]] for task in run.tasks)
+    final = store.model_latencies(run.session_id)[-1]
+    assert final["milestone"] == "final"
+    assert final["estimated_latency_s"] == pytest.approx(expected)
+    assert store.session(run.session_id)["estimated_latency_s"] == pytest.approx(expected)
+    assert final["search_estimate_s"] == pytest.approx(estimated_latency(run.tasks, run.best))
+
+
+def test_a_leader_that_retimes_slow_gives_way_and_the_next_is_timed(
+    tmp_path: Path, tiny_convnet: Path, monkeypatch
+) -> None:
+    run = run_session(tiny_convnet, tmp_path / "slow.db", host_target(), TuneSettings(trials_per_task=4))
+    first_leaders = {row["id"] for row in leaders(run).values()}
+    real_time_again, calls = retime._time_again, []
+
+    def first_round_slow(*args):
+        timings = real_time_again(*args)
+        calls.append(set(timings))
+        slower = 1000.0 if len(calls) == 1 else 1.0  # the first leaders seem to re-time 1000x slower
+        return {trial: (seconds * slower, spread, n) for trial, (seconds, spread, n) in timings.items()}
+
+    monkeypatch.setattr(retime, "_time_again", first_round_slow)
+    result = retime_leaders(run)
+    assert calls[0] == first_leaders and len(calls) == 2
+    final_leaders = leaders(run)
+    assert not first_leaders & {row["id"] for row in final_leaders.values()}
+    assert set(RecordStore(tmp_path / "slow.db").retimed_latencies(list(calls[1]))) == calls[1]
+    assert result.leaders == {index: row["latency_s"] for index, row in final_leaders.items()}
+    assert result.programs == len(calls[0]) + len(calls[1]) and result.failed == 0
