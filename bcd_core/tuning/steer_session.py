@@ -10,6 +10,7 @@ resume, stop) and the cluster changes (order, move, representative) need a runni
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -198,13 +199,11 @@ class SteeredSession:
                 self.store.update_task(row["id"], status=TaskStatus.SKIPPED)
                 done.append(f"{self.describe(row)} skipped")
         elif action == Action.BUDGET:
-            for row in rows:
-                self.store.update_task(row["id"], budget=trials)
-                done.append(f"{self.describe(row)}: budget {trials} trials")
+            self._set_budgets(rows, trials)
+            done += [f"{self.describe(row)}: budget {trials} trials" for row in rows]
         elif action == Action.CLUSTER_BUDGET:
             key = self.cluster(request.clusters[0])
-            for row in (r for r in self.tasks if r["cluster_key"] == key):
-                self.store.update_task(row["id"], budget=trials)
+            self._set_budgets([r for r in self.tasks if r["cluster_key"] == key], trials)
             done.append(f"every task of cluster {key}: budget {trials} trials")
         else:
             self.store.set_total_budget(self.id, trials)
@@ -216,6 +215,19 @@ class SteeredSession:
         else:
             lines.append(f"`bcd tune --resume {self.id}` (or Resume in the dashboard) tunes it so")
         return lines
+
+    def _set_budgets(self, rows: list[dict[str, Any]], trials: int) -> None:
+        """As the engine does (tuning/steering.py): a task's budget is the trials it gets, so the
+        session's total moves by the difference from what each task had, never below what it
+        spent; a completed session given more becomes resumable."""
+        per_task = int(json.loads(self.session["settings"] or "{}").get("trials_per_task") or 0)
+        total = int(self.session.get("total_budget") or per_task * len(self.tasks))
+        for row in rows:
+            total += trials - int(row["budget"] if row["budget"] is not None else per_task)
+            self.store.update_task(row["id"], budget=trials)
+        spent = int(self.store.session(self.id)["trials_done"] or 0)
+        self.store.set_total_budget(self.id, max(total, spent))
+        self.session = self.store.session(self.id)
 
 
 def steer(store: RecordStore, session_id: int | None, request: SteerRequest) -> list[str]:

@@ -117,8 +117,30 @@ class ClusterSteering:
         self.run.message(EventKind.CONTROL, f"applied {request.describe()}")
 
     def set_task_cap(self, task_index: int, trials: int) -> None:
+        """A task's budget is the trials it gets: the session's total moves by the difference
+        from what the task had (its budget, else trials per task), never below what is spent,
+        and the scheduler keeps enough of the total for it (`owed`)."""
+        previous = self.task_caps.get(task_index, self.settings.trials_per_task)
         self.task_caps[task_index] = trials
         self.run.store.update_task(self.run.task_row_ids[task_index], budget=trials)  # what viewers show
+        if trials != previous:
+            total = max(self.total_budget + trials - previous, self.run.trials_done)
+            self.total_budget = self.run.trials_total = total
+            self.run.store.set_total_budget(self.run.session_id, total)
+
+    def trials_owed(self, task_index: int) -> int:
+        """Trials a task with a budget of the user's still has to get (0 when none is set)."""
+        cap = self.task_caps.get(task_index)
+        if cap is None or task_index in self.skipped or task_index in self.run.given_up:
+            return 0
+        return max(cap - self.run.trial_counts.get(task_index, 0), 0)
+
+    def trials_left_for(self, task_index: int, left: int) -> int:
+        """Of `left` trials still to hand out, what one batch of the task may take: no more than
+        its budget leaves, and none that other tasks' budgets are owed."""
+        owed_elsewhere = sum(self.trials_owed(i) for i in self.task_caps if i != task_index)
+        mine = left - owed_elsewhere if task_index not in self.task_caps else self.trials_owed(task_index)
+        return max(min(left, mine), 0)
 
     def set_status(self, task_index: int, status: str) -> None:
         self.run.store.update_task(self.run.task_row_ids[task_index], status=status)

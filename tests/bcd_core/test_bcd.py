@@ -276,6 +276,27 @@ def test_the_control_api_steers_it(tmp_path: Path, conv_cluster_model: Path, hos
 
 
 @pytest.mark.slow
+def test_a_raised_task_budget_is_met_before_the_session_completes(tmp_path: Path, tiny_mlp: Path, host) -> None:
+    """A task's budget is the trials it gets, the total growing by the difference, even where
+    the gradient rule would have spent the trials elsewhere."""
+    prepared = prepare_model(tiny_mlp, host)
+    heaviest = max(prepared.tasks, key=lambda task: task.flops).index
+    settings = TuneSettings(strategy="bcd", trials_per_task=2, trials_per_round=2)
+    control = TuningControl()
+    control.set_task_budget(heaviest, 7)
+    db = tmp_path / "budget.db"
+    run = run_session(tiny_mlp, db, host, settings, control=control)
+    store = RecordStore(db)
+    session = store.session(run.session_id)
+    rows = rows_by_index(store, run.session_id)
+    counts = {index: len(store.trials(run.session_id, task_id=row["id"])) for index, row in rows.items()}
+    assert session["status"] == "completed"
+    assert session["total_budget"] == 2 * len(prepared.tasks) + 5
+    assert counts[heaviest] == 7 and rows[heaviest]["budget"] == 7
+    assert sum(counts.values()) == session["total_budget"]
+
+
+@pytest.mark.slow
 def test_a_stopped_session_resumes_without_diffusing_a_program_twice(
     tmp_path: Path, conv_cluster_model: Path, host, layout
 ) -> None:

@@ -150,6 +150,8 @@ def test_a_stored_session_takes_skips_unskips_and_budgets_in_its_rows(tmp_path: 
     assert bcd(capsys, "steer", "--db", str(db), "--session", str(sid), "budget", TASKS[1], "9")[0] == 0
     assert bcd(capsys, "steer", "--db", str(db), "--session", str(sid), "cluster-budget", "dense", "6")[0] == 0
     assert [r["budget"] for r in task_rows(db, sid)] == [6, 6, 4]
+    with closing(RecordStore(db, create=False)) as store:  # each budget moved the total by its difference
+        assert store.session(sid)["total_budget"] == 12 + 3 + 4 + (9 - 4) + (6 - 4) + (6 - 9)
     code, out, _ = bcd(capsys, "db", "tasks", "--db", str(db), "--session", str(sid))
     assert code == 0 and all(name in out for name in TASKS) and "single:2" in out
 

@@ -57,6 +57,9 @@ def next_task(plan: BcdPlan, scheduler: Any) -> int | None:
     for index in range(len(records)):
         scheduler.touch_task(index)  # saves finished batches: their programs can diffuse now
     alive = [i for i, record in enumerate(records) if not record.is_terminated and plan.within_budget(i)]
+    owed = [i for i in alive if plan.trials_owed(i)]
+    if owed and plan.total_budget - plan.generated <= sum(plan.trials_owed(i) for i in owed):
+        alive = owed  # what is left of the total goes to the budgets the user set
     if not alive:
         return None
     representatives = [c.representative for c in plan.clusters]

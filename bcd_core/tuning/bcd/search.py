@@ -46,7 +46,7 @@ class BcdSearch(ms.search_strategy.PySearchStrategy):
 
     def generate_measure_candidates(self) -> list[ms.MeasureCandidate] | None:
         plan = self.plan
-        left = plan.total_budget - plan.generated
+        left = plan.trials_left_for(self.task_index, plan.total_budget - plan.generated)
         if self.task_index in plan.run.given_up or left <= 0:
             return None
         first = not self.rounds and not plan.run.rounds_per_task.get(self.task_index)
