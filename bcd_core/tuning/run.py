@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -274,6 +274,20 @@ def task_context(task: Task, target: Target, search_strategy: Any, rand_state: i
     )
 
 
+def admitted(run: TuningRun, task_index: int, *batch: list) -> tuple[list, ...]:
+    """The part of a measured batch that the user's steering still wants (`admit_batch`)."""
+    candidates = batch[0]
+    keep = run.admit_batch(task_index, len(candidates)) if run.admit_batch and candidates else len(candidates)
+    if keep < len(candidates):
+        run.message(
+            EventKind.INFO,
+            f"{len(candidates) - keep} candidate(s) of {run.tasks[task_index].name} measured after a skip or "
+            "a lower budget were not recorded",
+            task_index,
+        )
+    return tuple(part[:keep] for part in batch)
+
+
 class TuningRun:
     """One run of a session in this process: owns the clock, budgets, records and events."""
 
@@ -324,6 +338,9 @@ class TuningRun:
         self.provenance: dict[int, tuple[str, int | None, str]] = {}
         self.memory: TuningMemory | None = None  # earlier tunes' programs (bcd_core/memory), when used
         self.batch_hooks: list[Any] = []  # called as hook(task_index, trials, trial_ids)
+        # How many of a task's measured batch to record, asked before recording it: a
+        # steerable strategy drops what the user's skips and budgets no longer want.
+        self.admit_batch: Callable[[int, int], int] | None = None
         # Strategies whose scheduler cannot be steered (stock MetaSchedule's C++ one) honour
         # pause and stop from the measure callback instead.
         self.control_in_callback = False
@@ -418,7 +435,10 @@ class TuningRun:
         return [float(s) for s in scores]
 
     def record_batch(self, task_index: int, candidates: list, builder_results: list, runner_results: list) -> None:
-        if not candidates:  # the search ran dry (tiny design space): nothing was measured
+        candidates, builder_results, runner_results = admitted(
+            self, task_index, candidates, builder_results, runner_results
+        )
+        if not candidates:  # the search ran dry (tiny design space), or steering took the batch back
             return
         started = time.perf_counter()
         try:

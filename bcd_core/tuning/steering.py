@@ -34,6 +34,7 @@ class ClusterSteering:
         self.clusters: list[Cluster] = []  # filled by recluster()
         self._restore_budgets_and_skips()
         self._restore_cluster_changes()
+        run.admit_batch = self.admit_batch
 
     def _restore_budgets_and_skips(self) -> None:
         for row in self.run.store.tasks(self.run.session_id):
@@ -134,6 +135,22 @@ class ClusterSteering:
         if cap is None or task_index in self.skipped or task_index in self.run.given_up:
             return 0
         return max(cap - self.run.trial_counts.get(task_index, 0), 0)
+
+    def admit_batch(self, task_index: int, measured: int) -> int:
+        """How many of a task's batch, measured while the user skipped the task or lowered its
+        budget (sent while paused, or mid-round), to record: none once skipped, what the budget
+        leaves otherwise. The trials not recorded go back to the total."""
+        keep = measured
+        if task_index in self.skipped:
+            keep = 0
+        elif task_index in self.task_caps:
+            keep = min(measured, self.trials_owed(task_index))
+        self.returned_trials(measured - keep)
+        return keep
+
+    def returned_trials(self, count: int) -> None:
+        """Trials handed out but not recorded (a strategy that counts what it hands out
+        takes them back)."""
 
     def trials_left_for(self, task_index: int, left: int) -> int:
         """Of `left` trials still to hand out, what one batch of the task may take: no more than

@@ -3,6 +3,7 @@ diffused candidates join the search's rounds with provenance, diffusion turned o
 stock's scheduler and search, the control API steers it, and a resume diffuses nothing twice."""
 
 import threading
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
@@ -294,6 +295,36 @@ def test_a_raised_task_budget_is_met_before_the_session_completes(tmp_path: Path
     assert session["total_budget"] == 2 * len(prepared.tasks) + 5
     assert counts[heaviest] == 7 and rows[heaviest]["budget"] == 7
     assert sum(counts.values()) == session["total_budget"]
+
+
+@pytest.mark.slow
+def test_tasks_skipped_while_paused_get_no_new_trial(tmp_path: Path, tiny_mlp: Path, host) -> None:
+    """The batch in flight when the tune paused is measured meanwhile; once its task is
+    skipped, it is not recorded, and its trials go back to the total."""
+    prepared = prepare_model(tiny_mlp, host)
+    control = TuningControl()
+    db = tmp_path / "paused.db"
+    at_pause: dict[int, int] = {}
+
+    def steer(event) -> None:
+        if isinstance(event, RoundFinished) and event.round == 2 and not at_pause:
+            control.pause()
+        if isinstance(event, SessionMessage) and event.message == "paused":
+            with closing(RecordStore(db, create=False)) as store:
+                rows = rows_by_index(store, event.session_id)
+                at_pause.update({i: len(store.trials(event.session_id, task_id=r["id"])) for i, r in rows.items()})
+            for task in prepared.tasks:
+                control.skip_task(task.index)
+            threading.Timer(0.3, control.resume).start()
+
+    settings = TuneSettings(strategy="bcd", trials_per_task=4, trials_per_round=2)
+    run = run_session(tiny_mlp, db, host, settings, [steer], control=control)
+    store = RecordStore(db)
+    rows = rows_by_index(store, run.session_id)
+    assert at_pause and {i: len(store.trials(run.session_id, task_id=r["id"])) for i, r in rows.items()} == at_pause
+    assert all(row["status"] == "skipped" for row in rows.values())
+    messages = [e["message"] for e in store.events(run.session_id)]
+    assert any("measured after a skip" in message for message in messages), "a batch was in flight at the pause"
 
 
 @pytest.mark.slow

@@ -93,6 +93,9 @@ class BcdPlan(ClusterSteering):
         self.recluster()
         run.batch_hooks.append(self.after_batch)
 
+    def returned_trials(self, count: int) -> None:
+        self.generated -= count  # measured, but not recorded: the total hands them out again
+
     def _restore_received(self) -> None:
         """On resume: which programs each task received already (never diffused twice), and
         how its diffused batches fared (`note_diffusion_outcome`)."""
