@@ -19,10 +19,17 @@ def is_failed_run(run_secs: Sequence[float] | None) -> bool:
     return not run_secs or any(secs >= FAILED_RUN_SECS for secs in run_secs)
 
 
-def runner_latency(result: Any) -> float | None:
-    """A MetaSchedule runner result's mean run time in seconds, as the store keeps it; None
-    when it has an error or no valid time (`is_failed_run`)."""
+def runner_seconds(result: Any) -> list[float] | None:
+    """A MetaSchedule runner result's seconds per repeat; None when it has an error or no valid
+    time (`is_failed_run`)."""
     if result.error_msg or result.run_secs is None:
         return None
     secs = [float(getattr(s, "value", s)) for s in result.run_secs]
-    return None if is_failed_run(secs) else sum(secs) / len(secs)
+    return None if is_failed_run(secs) else secs
+
+
+def runner_latency(result: Any) -> float | None:
+    """A MetaSchedule runner result's mean run time in seconds, as the store keeps it; None
+    when it has an error or no valid time."""
+    secs = runner_seconds(result)
+    return sum(secs) / len(secs) if secs else None

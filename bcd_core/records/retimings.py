@@ -60,11 +60,11 @@ class RetimingsMixin(StoreBase):
 
     def retimed_records(self, workload_id: int, where: str, params: list[Any]) -> list[dict[str, Any]]:
         """The workload's re-timed trials that pass the `where` filter on `trials` (alias t),
-        with `latency_s` replaced by the re-timed latency and the search's kept as `searched_s`."""
+        with `latency_s` replaced by the re-timed latency."""
         if not self.has_retimings_table():
             return []
         sql = (
-            f"select t.*, t.latency_s as searched_s, r.latency_s as retimed_s from trials t "
+            f"select t.*, r.latency_s as retimed_s from trials t "
             f"join {TABLE} r on r.trial_id = t.id where t.workload_id = ? and {where}"
         )
         with self._lock:

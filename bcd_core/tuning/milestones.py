@@ -83,7 +83,7 @@ class Milestones:
         search_estimate = estimated_latency(run.tasks, run.best)
         self.done.add(milestone)
         try:
-            estimate = self.retimed_estimate() or search_estimate
+            estimate = self.retimed_estimate(search_estimate) or search_estimate
             seconds, spread = time_compiled_model(run)
         except Exception as err:  # a milestone must never end the tune it describes
             first = (str(err).strip().splitlines() or [type(err).__name__])[0]
@@ -113,7 +113,7 @@ class Milestones:
         )
         self.emit(ModelMeasured(run.session_id, milestone, run.trials_done, row["elapsed_s"], estimate, seconds, cost))
 
-    def retimed_estimate(self) -> float | None:
+    def retimed_estimate(self, search: float | None) -> float | None:
         """The estimate from each task's leading program timed again (tuning/retime.py); a
         layout probe, which compares measured models only, skips it."""
         run = self.run
@@ -126,7 +126,6 @@ class Milestones:
             run.message(EventKind.WARNING, f"could not time the best programs again: {first}")
             return None
         estimate = retimed.estimate(run.tasks)
-        search = estimated_latency(run.tasks, run.best)
         if estimate is not None and search is not None:
             failed = f", {retimed.failed} did not run again" if retimed.failed else ""
             run.message(

@@ -20,9 +20,10 @@ from typing import Any
 from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.export import target_device
-from bcd_core.records.failed_run import is_failed_run
+from bcd_core.records.failed_run import runner_seconds
 from bcd_core.timing import Timing
 from bcd_core.tuning.measure.setup import make_builder, make_runner
+from bcd_core.tuning.run import estimated_latency
 
 REPEATS = 5  # repeats of the runner's timing (each at least its min_repeat_ms of calls)
 ROUNDS = 3  # leaders timed again per task at most, when each one re-times behind the next
@@ -38,9 +39,7 @@ class Retimed:
     seconds: float
 
     def estimate(self, tasks: list[Any]) -> float | None:
-        if any(task.index not in self.leaders for task in tasks):
-            return None
-        return sum(task.weight * self.leaders[task.index] for task in tasks)
+        return estimated_latency(tasks, self.leaders)
 
 
 def retime_leaders(run: Any) -> Retimed:
@@ -89,15 +88,8 @@ def _time_again(run: Any, builder: Any, runner: Any, rows: list[dict[str, Any]])
         for _, _, b in ready:
             ms.utils.remove_build_dir(b.artifact_path)
     for (row, _, _), result in zip(ready, results):
-        seconds = _run_seconds(result)
+        seconds = runner_seconds(result)
         if seconds:
             timing = Timing.of([s * 1e3 for s in seconds])
             timings[row["id"]] = (timing.median_ms / 1e3, timing.spread, len(seconds))
     return timings
-
-
-def _run_seconds(result: Any) -> list[float]:
-    if result.error_msg or result.run_secs is None:
-        return []
-    seconds = [float(getattr(s, "value", s)) for s in result.run_secs]
-    return [] if is_failed_run(seconds) else seconds
