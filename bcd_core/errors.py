@@ -33,6 +33,10 @@ class DynamicShapeError(BcdError):
         )
 
 
+class DataDependentShapeError(BcdError):
+    """An operator's output shape depends on the values fed to the model, not on its shapes."""
+
+
 class TensorSizeError(BcdError):
     """A tensor of the model is empty (a zero dimension) or too large to allocate."""
 

@@ -16,7 +16,9 @@ from tvm.target import Target
 
 from bcd_core.errors import DynamicShapeError, ModelLoadError, TensorSizeError, UnsupportedOperatorError
 from bcd_core.layout import LayoutMode, convert_to_blocked
+from bcd_core.shape_dependence import check_fixed_shapes
 from bcd_core.target import is_gpu
+from bcd_core.tvm_failures import tvm_step
 from bcd_core.tvm_speedups import shared_constant_builds
 
 ONNX_DOMAINS = ("", "ai.onnx")
@@ -263,24 +265,24 @@ def import_model(
         raise UnsupportedOperatorError(missing)
     inputs = static_inputs(model, input_shapes)
     check_tensor_sizes(model, inputs)
+    check_fixed_shapes(model)
     from tvm.relax.frontend.onnx import from_onnx
 
-    try:
+    def convert() -> tvm.IRModule:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the frontend re-runs the checker and warns loudly
-            mod = from_onnx(
+            return from_onnx(
                 model,
                 shape_dict={spec.name: list(spec.shape) for spec in inputs},
                 dtype_dict={spec.name: spec.dtype for spec in inputs},
                 keep_params_in_input=False,
             )
-    except Exception as err:
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise ModelLoadError(f"TVM could not import {path.name}: {first}") from err
+
+    mod = tvm_step(f"importing {path.name}", convert)
     if math == MathMode.FAST:
-        mod = relax.transform.FastMathTransform()(mod)
+        mod = tvm_step("approximating erf, exp and tanh", lambda: relax.transform.FastMathTransform()(mod), mod)
     if layout == LayoutMode.BLOCKED:
-        mod = convert_to_blocked(mod, target)
+        mod = tvm_step("converting convolutions to the blocked layout", lambda: convert_to_blocked(mod, target), mod)
     return ImportedModel(path=path, sha256=file_sha256(path), onnx_model=model, inputs=inputs, relax_mod=mod)
 
 

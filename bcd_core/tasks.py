@@ -11,8 +11,9 @@ from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
 
 from bcd_core.design_space import space_generator
-from bcd_core.errors import DynamicShapeError, TensorSizeError
+from bcd_core.errors import DataDependentShapeError, DynamicShapeError, TensorSizeError
 from bcd_core.model_import import fuse_for_tuning
+from bcd_core.tvm_failures import tvm_step
 from bcd_core.tvm_rules import register_pooling_fallbacks
 from bcd_core.tvm_speedups import load_tensor_intrinsics
 
@@ -100,7 +101,14 @@ def sketch_key_of(signatures: list[str], loose: bool = False) -> str:
 
 def _static_shapes(task_name: str, mod: tvm.IRModule) -> tuple[list[list[int]], list[str]]:
     shapes, dtypes = [], []
-    for arg in ms.arg_info.ArgInfo.from_prim_func(mod["main"]):
+    try:
+        args = ms.arg_info.ArgInfo.from_prim_func(mod["main"])
+    except (TypeError, ValueError) as err:  # a buffer sized by a variable, or a scalar argument
+        raise DataDependentShapeError(
+            f"task {task_name} takes a tensor whose shape depends on the data fed to the model ({err}); "
+            "bcd tunes fixed shapes only: make the inputs that set that shape constants of the model"
+        ) from None
+    for arg in args:
         dims = list(arg.shape)
         if not all(isinstance(d, tvm.tirx.IntImm) or isinstance(d, int) for d in dims):
             raise DynamicShapeError(task_name, [str(d) for d in dims], "NAME=D1,D2,... for the model input")
@@ -118,13 +126,15 @@ def _static_shapes(task_name: str, mod: tvm.IRModule) -> tuple[list[list[int]], 
 
 def extract_tasks(raw_mod: tvm.IRModule, target: Target) -> list[Task]:
     """Fuse the Relax module as `compile_relax` will and describe each tuning task."""
-    fused = fuse_for_tuning(raw_mod, target)
-    extracted = ms.relax_integration.extract_tasks(fused, target)
+    fused = tvm_step("fusing operators into tuning tasks", lambda: fuse_for_tuning(raw_mod, target), raw_mod)
+    extracted = tvm_step("extracting tuning tasks", lambda: ms.relax_integration.extract_tasks(fused, target))
     tasks = []
     for index, ext in enumerate(extracted):
         mod = ext.dispatched[0]
         shapes, dtypes = _static_shapes(ext.task_name, mod)
-        sketches = design_space(mod, target)
+        sketches = tvm_step(
+            f"generating the schedules of task {ext.task_name}", lambda mod=mod: design_space(mod, target)
+        )
         signatures = [sketch_signature(sketch) for sketch in sketches]  # once for both keys
         tasks.append(
             Task(

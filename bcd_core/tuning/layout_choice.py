@@ -24,6 +24,7 @@ from pathlib import Path
 
 from tvm.target import Target
 
+from bcd_core.errors import ModelLoadError
 from bcd_core.layout import LayoutMode, vector_block
 from bcd_core.model_import import file_sha256, import_model
 from bcd_core.records.measured import LayoutChoice, stored_choice
@@ -141,8 +142,15 @@ class ProbeStopped(Exception):
 
 
 def has_blocked_convolutions(model_path: str | Path, target: Target, settings: TuneSettings) -> bool:
+    """Whether converting the model to the blocked layout blocks any convolution. A model TVM
+    cannot convert (an operator ConvertLayout does not know) keeps its own layout; its own
+    import still raises whatever is wrong with the model itself."""
     shapes = {k: tuple(v) for k, v in settings.input_shapes.items()}
-    mod = import_model(model_path, shapes, settings.math, LayoutMode.BLOCKED, target).relax_mod
+    try:
+        mod = import_model(model_path, shapes, settings.math, LayoutMode.BLOCKED, target).relax_mod
+    except ModelLoadError:
+        import_model(model_path, shapes, settings.math, LayoutMode.PLAIN, target)
+        return False
     return any("NCHWc" in gv.name_hint for gv in mod.get_global_vars())
 
 
@@ -166,7 +174,7 @@ def choose_layout(
     if choice is not None:
         return choice, prepare(choice.layout)
     if not has_blocked_convolutions(model_path, target, settings):
-        choice = LayoutChoice(LayoutMode.PLAIN, "no convolution whose channels the vector block divides")
+        choice = LayoutChoice(LayoutMode.PLAIN, "no convolution the blocked layout applies to")
     else:
         choice, run = probe_layouts(target, probe)
         if choice is None:

@@ -10,6 +10,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from bad_models import BAD_MODELS
 from conftest import open_and_wait
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
@@ -126,6 +127,19 @@ def test_a_model_with_dynamic_shapes_says_how_to_fix_it(qtbot, window, dynamic_m
     window.settings_panel.input_shapes.setText(f"{name}=1,16")
     snapshot = open_and_wait(qtbot, window, dynamic_mlp)
     assert snapshot.tasks
+
+
+@pytest.mark.parametrize("name", ["slice", "integer_pow"])
+def test_a_model_tvm_cannot_take_shows_a_dialog_naming_the_operator(
+    qtbot, window, tmp_path: Path, tiny_mlp: Path, name: str
+) -> None:
+    make, word = BAD_MODELS[name]
+    with qtbot.waitSignal(window.errorShown, timeout=60_000):
+        window.open_model(make(tmp_path / f"{name}.onnx"))
+    text = error_dialog_text(window)
+    assert word in text and "Traceback" not in text
+    open_and_wait(qtbot, window, tiny_mlp)  # the app keeps running
+    assert window.tree_model.rowCount() > 0
 
 
 def test_recent_files_and_drag_and_drop(qtbot, window, tiny_mlp: Path, qsettings) -> None:
