@@ -21,6 +21,14 @@ def format_latency(seconds: float | None) -> str:
     return f"{seconds * 1e6:.1f} us"
 
 
+def latency_unit(seconds: float | None) -> tuple[str, float]:
+    """The unit a plot of latencies up to `seconds` reads best in, and its scale from seconds:
+    an MLP's 75 µs would sit flat on zero on a millisecond axis."""
+    if seconds is not None and 0 < seconds < 1e-3:
+        return "µs", 1e6
+    return "ms", 1e3
+
+
 def format_ms(seconds: float | None, digits: int = 3, missing: str = "n/a") -> str:
     """A latency as a bare number of milliseconds, for tables whose column names the unit."""
     return missing if seconds is None else f"{seconds * 1e3:.{digits}f}"

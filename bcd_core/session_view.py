@@ -16,7 +16,7 @@ from typing import Any
 from bcd_core.errors import StoreError
 from bcd_core.formatting import counted
 from bcd_core.records.measured import LayoutChoice, session_layout_choice
-from bcd_core.records.states import REMEMBERED_ORIGINS, SessionStatus, TaskStatus, TrialOrigin
+from bcd_core.records.states import BUSY_TASK_STATES, REMEMBERED_ORIGINS, SessionStatus, TaskStatus, TrialOrigin
 from bcd_core.records.store import RecordStore
 from bcd_core.tuning.options import STOCK
 
@@ -175,6 +175,8 @@ def _display_status(row: dict[str, Any], trials: int, cap: int | None, session_s
         return status
     if (cap is not None and trials >= cap) or (session_status == SessionStatus.COMPLETED and trials > 0):
         return TaskStatus.DONE
+    if status in BUSY_TASK_STATES and session_status != SessionStatus.RUNNING:
+        return TaskStatus.STOPPED  # nothing tunes it now: "tuning" would say otherwise
     return status
 
 
@@ -252,6 +254,13 @@ def estimate_with_untuned(snapshot: SessionSnapshot, untuned: dict[int, float]) 
         return None, []
     total = sum(t.weight * (t.best_s if t.best_s is not None else untuned[t.index]) for t in snapshot.tasks)
     return total, [t.name for t in unmeasured]
+
+
+def untuned_of(snapshot: SessionSnapshot, by_name: dict[str, float]) -> dict[int, float]:
+    """Untuned latencies by the snapshot's task index, from latencies by task name. A model
+    prepared in one layout and a session tuned in another number their tasks differently; a
+    task whose name the timed model lacks has no untuned latency, and so no speedup."""
+    return {t.index: by_name[t.name] for t in snapshot.tasks if t.name in by_name}
 
 
 def clusters_of(tasks: list[TaskView]) -> list[ClusterView]:

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QApplication
 
 from bcd_core import __version__
 from bcd_core.records.states import SessionStatus
+from bcd_gui.platform_check import xcb_problem
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,6 +86,10 @@ def _nothing_to_tune(reason: str, finish: Any) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    problem = xcb_problem()
+    if problem:
+        print(f"bcd-gui: error: {problem}", file=sys.stderr)
+        return 2
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     app = QApplication.instance() or QApplication([sys.argv[0]])
     app.setOrganizationName("bcd")

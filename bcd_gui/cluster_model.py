@@ -26,7 +26,9 @@ STATUS_COLORS = {
     TaskStatus.DONE: "#27ae60",
     TaskStatus.SKIPPED: "#8a8f98",
     TaskStatus.FALLBACK: "#e67e22",
+    TaskStatus.STOPPED: "#8a8f98",
 }
+STATUS_ROOM = 13  # characters: a status with its pending request beyond this counts them instead
 MIME_TYPE = "application/x-bcd-tree-item"
 Index = QModelIndex | QPersistentModelIndex
 ROOT = QModelIndex()  # the invisible root, as a default argument
@@ -62,6 +64,15 @@ def describe_pending(request: ControlRequest, snapshot: SessionSnapshot | None) 
     if request.kind == RequestKind.MOVE:
         return f"move{subject} to {args.get('cluster') or 'a cluster of its own'}"
     return f"{request_words(request)}{subject}"
+
+
+def status_text(status: str, pending: list[str] | None) -> str:
+    """A status and what is pending for it, short enough to read in a narrow column: "queued
+    (skip)", or "tuning (+2)" when the requests' words would not fit (the tooltip has them)."""
+    if not pending:
+        return status
+    words = f"{status} ({', '.join(sorted(set(pending)))})"
+    return words if len(words) <= STATUS_ROOM else f"{status} (+{len(pending)})"
 
 
 class ClusterTreeModel(QAbstractItemModel):
@@ -198,19 +209,20 @@ class ClusterTreeModel(QAbstractItemModel):
             return ""
         tuned = sum(t.weight * (t.best_s or 0) for t in tasks)
         untuned = sum(t.weight * self.untuned[t.index] for t in tasks)
-        return f"{untuned / tuned:.1f}x" if tuned > 0 else ""
+        if tuned <= 0:
+            return ""
+        ratio = untuned / tuned
+        return f"{ratio:.1f}x" if ratio < 100 else f"{ratio:,.0f}x"
 
     def _task_data(self, task: TaskView, column: int, role: int) -> Any:
         pending = self._pending_task.get(task.index)
         if role == Qt.ItemDataRole.DisplayRole:
             values = (
-                task.name + ("  (representative)" if task.is_representative else ""),
-                str(task.trials)
-                + (f"/{task.cap}" if task.cap is not None else "")
-                + (f" ({task.failed} failed)" if task.failed else ""),
+                task.name.removeprefix("fused_"),  # TVM's prefix on every fused task: noise in a narrow column
+                str(task.trials) + (f"/{task.cap}" if task.cap is not None else "") + (" ✗" if task.failed else ""),
                 format_latency(task.best_s) if task.best_s is not None else "",
                 self._speedup([task]),
-                f"{task.status} -> {', '.join(pending)} (pending)" if pending else task.status,
+                status_text(task.status, pending),
                 task.best_origin or "",
                 str(task.weight),
                 format_flops(task.flops),
@@ -219,9 +231,13 @@ class ClusterTreeModel(QAbstractItemModel):
             )
             return values[column]
         if role == Qt.ItemDataRole.ToolTipRole:
-            tip = f"{task.name}\ncluster key {task.cluster_key}\nsketch {task.sketch_key}"
+            part = "the representative of its cluster" if task.is_representative else "a member of its cluster"
+            tip = f"{task.name}\n{part} (representatives are bold)\ncluster key {task.cluster_key}"
+            tip += f"\nsketch {task.sketch_key}"
             if task.fallback:
                 tip += "\nno sketch matched its representative's: searched the full space (fallback)"
+            if task.failed:
+                tip += f"\n✗: {task.failed} of its trials failed to build or run"
             if pending:
                 tip += "\npending until the next round: " + ", ".join(pending)
             return tip
@@ -246,11 +262,11 @@ class ClusterTreeModel(QAbstractItemModel):
             best = sum(t.weight * (t.best_s or 0) for t in tasks) if all(t.best_s for t in tasks) else None
             status = _cluster_status(tasks)
             values = (
-                f"{row + 1}. {self._titles.get(key, tasks[0].operator_key)}  [{counted(cluster.size, 'task')}]",
+                self._cluster_title(key, row),
                 str(trials),
                 format_latency(best) if best is not None else "",
                 self._speedup(tasks),
-                f"{status} -> {', '.join(sorted(set(pending)))} (pending)" if pending else status,
+                status_text(status, pending),
                 "",
                 str(sum(t.weight for t in tasks)),
                 format_flops(sum(t.flops * t.weight for t in tasks)),
@@ -265,13 +281,20 @@ class ClusterTreeModel(QAbstractItemModel):
             return font
         if role == Qt.ItemDataRole.ToolTipRole:
             shapes = tasks[0].shapes_text
-            return (
-                f"cluster {key}: {cluster.size} tasks, the first with shapes {shapes}; "
-                "weighted best latency shown; drag to reprioritize"
+            tip = (
+                f"{self._cluster_title(key, row)}\ncluster {key}: {cluster.size} tasks, the first with shapes "
+                f"{shapes}; weighted best latency shown; drag to reprioritize"
             )
+            return tip + ("\npending until the next round: " + ", ".join(pending) if pending else "")
         if role == Qt.ItemDataRole.TextAlignmentRole and column in NUMERIC_COLUMNS:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
+
+    def _cluster_title(self, key: str, row: int) -> str:
+        assert self.snapshot is not None
+        cluster = self.snapshot.clusters[row]
+        title = self._titles.get(key, self.snapshot.task(cluster.members[0]).operator_key)
+        return f"{row + 1}. {title} ({counted(cluster.size, 'task')})"
 
     # -- drag and drop: reorder clusters, move tasks between clusters ----------------------
     def flags(self, index: Index) -> Qt.ItemFlag:
@@ -318,7 +341,7 @@ def _cluster_status(tasks: list[TaskView]) -> str:
     states = {t.status for t in tasks}
     if states <= {TaskStatus.DONE, TaskStatus.SKIPPED}:
         return TaskStatus.DONE
-    for busy in BUSY_TASK_STATES:
+    for busy in (*BUSY_TASK_STATES, TaskStatus.STOPPED):
         if busy in states:
             return busy
     return TaskStatus.QUEUED

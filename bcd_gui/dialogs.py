@@ -188,9 +188,17 @@ def ask_module_path(parent: QWidget, default: str) -> str:
     return path
 
 
-def ask_folder(parent: QWidget, title: str) -> str:
-    """A folder to export into (starting from the working directory), or "" if the user cancels."""
-    return QFileDialog.getExistingDirectory(parent, title, str(Path.cwd()))
+def ask_new_folder(parent: QWidget, title: str, default_name: str) -> str:
+    """A folder to write into, which need not exist yet (the export creates it), or "" if the
+    user cancels: a save dialog, since a folder chooser only picks folders that exist."""
+    path, _ = QFileDialog.getSaveFileName(
+        parent,
+        title,
+        str(Path.cwd() / default_name),
+        "Folder (*)",
+        options=QFileDialog.Option.DontConfirmOverwrite,
+    )
+    return path
 
 
 def ask_budget(parent: QWidget, what: str, current: int) -> int | None:

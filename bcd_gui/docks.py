@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDockWidget, QFrame, QLabel, QMainWindow, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDockWidget, QFrame, QMainWindow, QScrollArea, QVBoxLayout, QWidget
 
 from bcd_gui.panels import LogPanel, OverviewPanel, ProvenancePanel, QtLogHandler, SessionsPanel, SettingsPanel
 
 LOGGERS = ("bcd", "tvm")  # what the log dock shows
+LEFT_MIN_WIDTH = 240  # the model's figures and the settings' fields readable at 1024 px
 
 
 class Docks:
@@ -18,18 +19,18 @@ class Docks:
     def __init__(self, window: QMainWindow) -> None:
         self.overview = OverviewPanel()
         self.settings_panel = SettingsPanel()
-        model_page = QWidget()
-        layout = QVBoxLayout(model_page)
-        layout.addWidget(self.overview)
-        layout.addWidget(QLabel("<b>Settings</b>"))
-        layout.addWidget(self.settings_panel)
-        layout.addStretch()
         left, bottom = Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.BottomDockWidgetArea
         # Scrolled, not squeezed: in a short window the docks share the height, and a page
         # squeezed below its minimum draws its fields over the next dock.
-        self.model_dock = _dock(window, "Model", "modelDock", _scrolled(model_page), left)
+        # Settings share a tab with the provenance, so that Trials per task shows without
+        # scrolling in a 700-pixel window; selecting a tuned task brings the provenance forward.
+        self.model_dock = _dock(window, "Model", "modelDock", _scrolled(_stacked(self.overview), LEFT_MIN_WIDTH), left)
+        settings = _scrolled(_stacked(self.settings_panel), LEFT_MIN_WIDTH)
+        self.settings_dock = _dock(window, "Settings", "settingsDock", settings, left)
         self.provenance = ProvenancePanel()
         self.provenance_dock = _dock(window, "Diffusion provenance", "provenanceDock", _scrolled(self.provenance), left)
+        window.tabifyDockWidget(self.settings_dock, self.provenance_dock)
+        self.settings_dock.raise_()
         self.sessions = SessionsPanel()
         self.sessions_dock = _dock(window, "Sessions", "sessionsDock", self.sessions, bottom)
         self.log_panel = LogPanel()
@@ -37,15 +38,25 @@ class Docks:
         window.tabifyDockWidget(self.sessions_dock, self.log_dock)
         self.sessions_dock.raise_()
         window.resizeDocks([self.sessions_dock], [170], Qt.Orientation.Vertical)
-        window.resizeDocks([self.model_dock], [330], Qt.Orientation.Horizontal)
+        window.resizeDocks([self.model_dock, self.settings_dock], [320, 320], Qt.Orientation.Horizontal)
 
     def all(self) -> tuple[QDockWidget, ...]:
         """Every dock, in the order the View menu lists them."""
-        return (self.model_dock, self.provenance_dock, self.sessions_dock, self.log_dock)
+        return (self.model_dock, self.settings_dock, self.provenance_dock, self.sessions_dock, self.log_dock)
 
 
-def _scrolled(page: QWidget) -> QScrollArea:
+def _stacked(panel: QWidget) -> QWidget:
+    """`panel` at the top of a page, with the room below it left empty."""
+    page = QWidget()
+    layout = QVBoxLayout(page)
+    layout.addWidget(panel)
+    layout.addStretch()
+    return page
+
+
+def _scrolled(page: QWidget, min_width: int = 0) -> QScrollArea:
     area = QScrollArea()
+    area.setMinimumWidth(min_width)
     area.setWidget(page)
     area.setWidgetResizable(True)
     area.setFrameShape(QFrame.Shape.NoFrame)

@@ -11,7 +11,7 @@ from bcd_core.export import export_tuned_session
 from bcd_core.records.json_io import export_json
 from bcd_core.records.store import RecordStore
 from bcd_core.report import write_report
-from bcd_gui.dialogs import ask_folder, ask_module_path, show_module_exported
+from bcd_gui.dialogs import ask_module_path, ask_new_folder, show_module_exported
 from bcd_gui.host import Controller
 
 log = logging.getLogger("bcd.gui")
@@ -79,7 +79,7 @@ class ExportController(Controller):
     def choose_export_report(self) -> None:
         if self._session_id() is None:
             return
-        folder = ask_folder(self.window_widget, "Folder for the report")
+        folder = ask_new_folder(self.window_widget, "Folder for the report (created if new)", "bcd-report")
         if folder:
             self.export_report(folder)
 
@@ -106,7 +106,7 @@ class ExportController(Controller):
     def choose_export_json(self) -> None:
         if self.win.db_path is None:
             return
-        folder = ask_folder(self.window_widget, "Folder for the MetaSchedule JSON database")
+        folder = ask_new_folder(self.window_widget, "Folder for the MetaSchedule JSON database", "metaschedule-db")
         if folder:
             self.export_metaschedule_json(folder)
 

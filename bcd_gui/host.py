@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from bcd_core.tuning.settings import TuneSettings
     from bcd_gui.actions import WindowActions
     from bcd_gui.cluster_model import ClusterTreeModel
+    from bcd_gui.docks import Docks
     from bcd_gui.live_tune import LiveTune
     from bcd_gui.menus import RecentFiles
     from bcd_gui.panels import OverviewPanel, ProvenancePanel, SessionsPanel, SettingsPanel
@@ -43,7 +44,7 @@ class WindowHost(Protocol):
     model_hash: str | None
     reader: RecordStore | None
     snapshot: SessionSnapshot | None
-    untuned: dict[int, float]
+    untuned: dict[str, float]  # the open model's untuned latency per task name
     reference_s: float | None
     worker: LiveTune | None  # the tune followed live: launched by the window or attached
     pending_control: TuningControl  # requests made before Tune, handed to the next tune
@@ -66,6 +67,7 @@ class WindowHost(Protocol):
     progress: QProgressBar
     window_actions: WindowActions
     recent: RecentFiles
+    docks: Docks
 
     # The window's signals, as instances.
     modelOpened: SignalInstance
@@ -82,6 +84,7 @@ class WindowHost(Protocol):
     def show_session(self, session_id: int) -> None: ...
     def attach(self, session_id: int) -> None: ...
     def show_pending(self) -> None: ...
+    def refresh_preview(self) -> None: ...
     def show_snapshot(self, snapshot: SessionSnapshot, staged: bool = False) -> None: ...
     def selected_items(self) -> list[tuple[str, Any]]: ...
     def selected_tasks(self) -> list[int]: ...

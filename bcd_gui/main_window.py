@@ -45,6 +45,9 @@ GIL_SWITCH_INTERVAL_S = 0.001
 MIN_WIDTH, MIN_HEIGHT = 1024, 700
 
 
+STORE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+
+
 class MainWindow(QMainWindow):
     """The dashboard's main window, on the records store `db_path` (default: runs/MODEL.db per
     model) and remembering its choices in `settings` (default: the user's bcd-gui settings)."""
@@ -68,7 +71,7 @@ class MainWindow(QMainWindow):
         self.model_hash: str | None = None
         self.reader: RecordStore | None = None
         self.snapshot: SessionSnapshot | None = None
-        self.untuned: dict[int, float] = {}
+        self.untuned: dict[str, float] = {}
         self.reference_s: float | None = None  # onnxruntime on this machine, for the open model
         self.worker: LiveTune | None = None  # the tune followed live (launched here or attached)
         self.pending_control = TuningControl()
@@ -91,6 +94,9 @@ class MainWindow(QMainWindow):
         self._connect()
         self.setMinimumSize(MIN_WIDTH, MIN_HEIGHT)  # the layout holds from here up (tests/bcd_gui/test_layout.py)
         self.preferences.restore_layout(self)
+        remembered = self.preferences.trials_per_task()
+        if remembered:
+            self.settings_panel.trials_per_task.setValue(remembered)
         self.update_actions()
         self._clock = QTimer(self)  # elapsed/ETA tick between rounds
         self._clock.timeout.connect(self.update_status)
@@ -105,7 +111,7 @@ class MainWindow(QMainWindow):
         for action in self.window_actions.steering:
             ws.tree.addAction(action)
         self.recent_menu = build_menu_bar(self, self.window_actions, docks.all(), self.theme_choice(), self.set_theme)
-        self.recent = RecentFiles(self.recent_menu, self.preferences, self.open_model)
+        self.recent = RecentFiles(self.recent_menu, self.preferences, self.open_recent)
         self.recent.refresh()
         build_toolbar(self, self.window_actions)
         self.status_line = StatusLine(self.statusBar())
@@ -122,6 +128,8 @@ class MainWindow(QMainWindow):
         self.tree_model.priorityRequested.connect(self.request_priority)
         self.tree_model.moveRequested.connect(self.request_move)
         self.tree.selectionModel().selectionChanged.connect(self._selection_changed)
+        self.settings_panel.trials_per_task.valueChanged.connect(self.refresh_preview)
+        self.settings_panel.strategy.currentTextChanged.connect(self.refresh_preview)
         self.sessions.openRequested.connect(self.show_session)
         self.sessions.resumeRequested.connect(self.resume_session)
         self.sessions.overlayRequested.connect(self.session_view.toggle_overlay)
@@ -160,6 +168,7 @@ class MainWindow(QMainWindow):
         for job in list(self.jobs):  # short jobs (timing, export): let them finish cleanly
             job.wait()
         self.preferences.save_layout(self)
+        self.preferences.set_trials_per_task(self.settings_panel.trials_per_task.value())
         detach_log(self.log_handler)
         super().closeEvent(event)
 
@@ -205,6 +214,13 @@ class MainWindow(QMainWindow):
     def open_model(self, path: str | Path) -> None:
         self.models.open_model(path)
 
+    def open_recent(self, path: str | Path) -> None:
+        """A recent file: a records store (opened to show its sessions) or a model."""
+        if Path(path).suffix.lower() in STORE_SUFFIXES:
+            self.open_store(path)
+        else:
+            self.open_model(path)
+
     def open_reader(self) -> bool:
         return self.session_view.open_reader()
 
@@ -213,6 +229,9 @@ class MainWindow(QMainWindow):
 
     def show_pending(self) -> None:
         self.session_view.show_pending()
+
+    def refresh_preview(self, *_args: Any) -> None:
+        self.models.refresh_preview()
 
     def attach(self, session_id: int) -> None:
         self.tuning.attach(session_id)

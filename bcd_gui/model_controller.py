@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from bcd_core.errors import BcdError
+from bcd_core.export import session_target
 from bcd_core.records.store import RecordStore
-from bcd_core.reference import known_reference, known_session_reference, stored_reference
-from bcd_core.session_view import preview_snapshot
+from bcd_core.reference import known_reference, known_session_reference, reference_spread, stored_reference
+from bcd_core.session_view import SessionSnapshot, preview_snapshot, untuned_of
+from bcd_core.steering_preview import preview_with_requests
 from bcd_core.target import parse_target
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.run import prepare_model
@@ -26,6 +28,7 @@ class ModelController(Controller):
 
     def __init__(self, win: WindowHost) -> None:
         super().__init__(win)
+        self._prepared: tuple[str, Any] | None = None  # the open model's name and prepared tasks
         self._target: Any = None  # the open model's target and input shapes
         self._shapes: dict[str, tuple[int, ...]] = {}
         self._reference_waits = False  # onnxruntime is timed once the followed tune ends
@@ -56,13 +59,16 @@ class ModelController(Controller):
             return
         win.fixed_db = win.db_path = path
         win.model_path = win.model_hash = None
+        self._prepared = None
         win.untuned = {}
+        win.tree_model.set_untuned({})  # the previous model's, by task index: no speedup to show
         win.overview.untuned_waiting = "open the model to measure it"
         win.reference_s = None
         win.pending_control = TuningControl()
         if not win.open_reader() or win.reader is None:
             return
         win.setWindowTitle(f"{path.name} - bcd")
+        win.recent.remember(path.resolve())
         sessions = win.reader.sessions()
         if not sessions:
             win.status_text.setText(f"{path.name} holds no tuning session yet")
@@ -121,10 +127,8 @@ class ModelController(Controller):
         win.pending_control = TuningControl()  # requests for the previous model's tasks do not carry over
         if not win.open_reader():
             return
-        settings = win.settings_panel.settings()
-        preview = preview_snapshot(
-            path.name, settings.strategy, prepared.tasks, prepared.clusters, settings.trials_per_task
-        )
+        self._prepared = (path.name, prepared)
+        preview = self._preview()
         stored = [s for s in win.reader.sessions() if s["model_hash"] == win.model_hash] if win.reader else []
         win.workspace.show_results()
         if stored:
@@ -154,10 +158,12 @@ class ModelController(Controller):
 
     def _untuned_measured(self, untuned: dict[int, float]) -> None:
         win = self.win
-        win.untuned = untuned
-        win.tree_model.set_untuned(untuned)
+        tasks = self._prepared[1].tasks if self._prepared is not None else []
+        win.untuned = {task.name: untuned[task.index] for task in tasks if task.index in untuned}
         if win.snapshot is not None:
-            win.overview.show_snapshot(win.snapshot, win.untuned, win.reference_s)
+            shown = untuned_of(win.snapshot, win.untuned)
+            win.tree_model.set_untuned(shown)
+            win.overview.show_snapshot(win.snapshot, shown, win.reference_s)
         if win.worker is None:
             win.status_text.setText("Ready. Press Ctrl+R to tune.")
         self.show_reference()
@@ -183,6 +189,36 @@ class ModelController(Controller):
             "time onnxruntime",
         )
 
+    def _preview(self) -> SessionSnapshot:
+        """The open model before any session, with the panel's settings and the steering
+        requested so far (applied as the engine will apply them when tuning starts)."""
+        assert self._prepared is not None
+        name, prepared = self._prepared
+        strategy = self.win.settings_panel.strategy.currentText()
+        trials = self.win.settings_panel.trials_per_task.value()
+        preview = preview_snapshot(name, strategy, prepared.tasks, prepared.clusters, trials)
+        return preview_with_requests(preview, self.win.pending_control.pending())
+
+    def refresh_preview(self) -> None:
+        """Show the model's preview again when a setting or a request before Tune changed it."""
+        win = self.win
+        showing_preview = win.snapshot is not None and not win.snapshot.session_id
+        if win.worker is None and self._prepared is not None and showing_preview:
+            win.show_snapshot(self._preview())
+
+    def _reference_spread(self) -> float | None:
+        """How far apart the timings behind the reference shown were: the open model's, else
+        the shown session's."""
+        win = self.win
+        if win.reader is None:
+            return None
+        if win.model_hash is not None and self._target is not None:
+            return reference_spread(win.reader, win.model_hash, self._target)
+        if win.snapshot is not None and win.snapshot.session_id:
+            session = win.reader.session(win.snapshot.session_id)
+            return reference_spread(win.reader, session["model_hash"], session_target(session))
+        return None
+
     def _tune_ended(self, _status: Any) -> None:
         if self._reference_waits:
             self.show_reference()
@@ -195,8 +231,9 @@ class ModelController(Controller):
     def _reference_measured(self, reference_s: float | None) -> None:
         win = self.win
         win.reference_s = reference_s
+        win.overview.reference_spread = self._reference_spread() if reference_s is not None else None
         if win.snapshot is not None:
-            win.overview.show_snapshot(win.snapshot, win.untuned, reference_s)
+            win.overview.show_snapshot(win.snapshot, untuned_of(win.snapshot, win.untuned), reference_s)
             win.latency_plot.set_reference(reference_s)
         if win.worker is None and reference_s is not None:
             win.status_text.setText("Ready. Press Ctrl+R to tune.")

@@ -188,6 +188,13 @@ class OverviewPanel(QWidget):
         # What the untuned estimate reads until it is known: nothing times it for a store
         # opened without its model file.
         self.untuned_waiting = "measuring..."
+        self.reference_spread: float | None = None  # how far the reference's two timings were apart
+        self.paused = False  # the session shown is this window's tune, paused: the store says running
+
+    def set_paused(self, paused: bool) -> None:
+        self.paused = paused
+        if paused and self.values["session"].text().endswith(", running"):
+            self.values["session"].setText(self.values["session"].text().removesuffix("running") + "paused")
 
     def show_snapshot(
         self, snapshot: SessionSnapshot, untuned: dict[int, float], reference_s: float | None = None
@@ -205,7 +212,7 @@ class OverviewPanel(QWidget):
         self.values["tasks"].setText(str(len(tasks)))
         self.values["clusters"].setText(f"{len(snapshot.clusters)} ({multi} with members)")
         self.values["flops"].setText(format_flops(sum(t.flops * t.weight for t in tasks)))
-        self.values["untuned"].setText(self.untuned_waiting if untuned_total is None else format_latency(untuned_total))
+        self.values["untuned"].setText(self._untuned_text(tasks, untuned, untuned_total))
         measured = sum(1 for t in tasks if t.best_s is not None)
         text = (
             format_latency(estimate)
@@ -225,11 +232,20 @@ class OverviewPanel(QWidget):
         self.values["layout"].setText("-" if layout is None else layout.describe())
         failed = f", {snapshot.failed_trials} failed" if snapshot.failed_trials else ""
         self.values["trials"].setText(f"{snapshot.trials_done} / {snapshot.trials_total}{failed}")
-        session = "not tuned yet" if not s.get("id") else f"#{s['id']} {s['strategy']}, {s['status']}"
+        status = "paused" if self.paused and s.get("status") == "running" else s.get("status")
+        session = "not tuned yet" if not s.get("id") else f"#{s['id']} {s['strategy']}, {status}"
         self.values["session"].setText(session)
         memory = snapshot.memory
         self.values["memory"].setText("no earlier tune drawn on" if memory is None else memory.summary())
         self.values["memory"].setToolTip("" if memory is None else memory.describe())
+
+    def _untuned_text(self, tasks: list[Any], untuned: dict[int, float], total: float | None) -> str:
+        if total is not None:
+            return format_latency(total)
+        if not untuned:
+            return self.untuned_waiting
+        missing = sum(1 for t in tasks if t.index not in untuned)
+        return f"unknown ({missing} of {len(tasks)} tasks not timed)"
 
     def show_measured(self, snapshot: SessionSnapshot) -> float | None:
         """The compiled model's latency at the session's last milestone (None: not timed yet)."""
@@ -259,14 +275,17 @@ class OverviewPanel(QWidget):
             )
             return
         text = format_latency(reference_s)
+        if self.reference_spread is not None:
+            text += f" ±{self.reference_spread * 50:.0f} %"  # half the gap between its two timings
         if estimate_s:
             ratio = estimate_s / reference_s
             words = f"{ratio:.2f}x slower" if ratio >= 1 else f"{1 / ratio:.2f}x faster"
             text += f"  (the tuned model {'timed' if measured else 'estimated'} {words})"
         label.setText(text)
         label.setToolTip(
-            "onnxruntime (CPU, this machine's threads), median of 50 runs after a warm-up, timed once per model "
-            "and target; the tuned figure is the estimate (the sum of the tasks' best latencies)"
+            "onnxruntime (CPU, this machine's threads): the median of 50 runs after a warm-up, timed in turns "
+            "until two timings agree within 10 %, once per model and target; ± is half their gap. The tuned "
+            "figure beside it is the compiled model as timed at the last milestone, else the estimate"
         )
 
 
@@ -361,6 +380,9 @@ class SessionsPanel(QWidget):
         buttons.addStretch()
         layout.addWidget(self.table)
         layout.addLayout(buttons)
+        rows = self.fontMetrics().height() + 8
+        self.table.verticalHeader().setDefaultSectionSize(rows)
+        self.table.setMinimumHeight(self.table.horizontalHeader().sizeHint().height() + 3 * rows + 4)  # 3 rows show
         self.table.itemSelectionChanged.connect(self._update_buttons)
         self._sessions: list[dict[str, Any]] = []
         self._live: tuple[int, bool] | None = None  # (session tuning in this window, paused)
@@ -402,6 +424,7 @@ class SessionsPanel(QWidget):
         return str(session["status"])
 
     def show_sessions(self, sessions: list[dict[str, Any]]) -> None:
+        grew = len(sessions) > len(self._sessions)
         self._sessions = list(reversed(sessions))  # newest first
         self.table.setRowCount(len(self._sessions))
         for row, s in enumerate(self._sessions):
@@ -418,6 +441,8 @@ class SessionsPanel(QWidget):
             for column, value in enumerate(values):
                 self.table.setItem(row, column, QTableWidgetItem(str(value)))
         self.table.resizeColumnsToContents()
+        if grew:
+            self.table.scrollToTop()  # a new session is the first row: it must not sit above the view
         self._update_buttons()
 
 

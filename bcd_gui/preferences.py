@@ -1,4 +1,5 @@
-"""What the dashboard remembers between runs: the theme, recent models and the window layout.
+"""What the dashboard remembers between runs: the theme, recent models, trials per task and
+the window layout.
 
 Everything lives in one QSettings object under the keys the dashboard has always used
 ("theme", "recentFiles", "geometry", "windowState"), so existing settings keep working.
@@ -38,13 +39,28 @@ class Preferences:
         items = [str(path)] + [p for p in self.recent_files() if p != str(path)]
         self.qsettings.setValue("recentFiles", items[:MAX_RECENT])
 
+    def trials_per_task(self) -> int | None:
+        """The Trials per task the panel had when the window last closed."""
+        try:
+            value = int(self.qsettings.value("trialsPerTask", 0))
+        except (TypeError, ValueError):
+            return None
+        return value if value > 0 else None
+
+    def set_trials_per_task(self, trials: int) -> None:
+        self.qsettings.setValue("trialsPerTask", int(trials))
+
     def restore_layout(self, window: QMainWindow) -> None:
         geometry = self.qsettings.value("geometry")
         state = self.qsettings.value("windowState")
         if isinstance(geometry, QByteArray):
             window.restoreGeometry(geometry)
-        else:
-            window.resize(*DEFAULT_SIZE)
+        else:  # the first run: the default size, or the screen's room where it is smaller
+            screen = window.screen().availableGeometry() if window.screen() else None
+            width, height = DEFAULT_SIZE
+            if screen is not None and screen.width() > 0 and screen.height() > 0:
+                width, height = min(width, screen.width()), min(height, screen.height())
+            window.resize(width, height)
         if isinstance(state, QByteArray):
             window.restoreState(state)
 

@@ -19,6 +19,7 @@ from bcd_core.session_view import (
     provenance_of,
     session_timeline,
     task_best_curve,
+    untuned_of,
 )
 from bcd_core.tuning.run import settings_of_session
 from bcd_core.tuning.settings import TuneSettings
@@ -95,6 +96,12 @@ class SessionController(Controller):
         win.workspace.resize_columns()
         if win.worker is None and win.reader.engine_running(session_id):
             win.attach(session_id)  # tuned right now elsewhere: follow it live
+        elif win.worker is None:  # what the status bar said of another session is not this one's
+            session = snapshot.session
+            win.status_text.setText(
+                f"Session {session_id} of {session.get('model_name', 'the model')} ({session['strategy']}, "
+                f"{session['status']}): {snapshot.trials_done} trials"
+            )
 
     def show_snapshot(self, snapshot: SessionSnapshot, staged: bool = False) -> None:
         """Show a snapshot everywhere. `staged` (a live tune's rounds): the tree, panels and
@@ -102,9 +109,11 @@ class SessionController(Controller):
         repaint the whole window (which, on 2 cores shared with the engine, took over 100 ms)."""
         win = self.win
         win.snapshot = snapshot
+        untuned = untuned_of(snapshot, win.untuned)  # by the shown session's own task numbering
+        win.tree_model.untuned = untuned
         win.tree_model.set_snapshot(snapshot)
         self.show_pending()
-        win.overview.show_snapshot(snapshot, win.untuned, win.reference_s)
+        win.overview.show_snapshot(snapshot, untuned, win.reference_s)
         win.update_status()
         self._generation += 1
         stages = (self._draw_latency, self._draw_cost_model, self.refresh_task_views)
@@ -181,6 +190,7 @@ class SessionController(Controller):
         chosen = win.selected_tasks()
         if chosen and win.reader is not None and snapshot.session_id:
             win.provenance.show_provenance(provenance_of(win.reader, snapshot, chosen[0]))
+            win.docks.provenance_dock.raise_()  # a tuned task was chosen: where its best came from
         else:
             win.provenance.show_provenance(None)
 

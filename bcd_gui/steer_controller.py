@@ -31,6 +31,8 @@ class SteerController(Controller):
         except BcdError as err:  # the store is locked or gone: nothing was sent
             win.report_error(err, describe)
             return
+        if win.worker is None:
+            win.refresh_preview()  # the model not tuned yet shows what the requests will do
         win.show_pending()
         when = "at the next round" if win.worker is not None else "when tuning starts"
         win.status_text.setText(f"{describe}: applies {when}")

@@ -139,6 +139,7 @@ class TuneController(Controller):
         elif isinstance(event, SessionPaused):
             self.win.sessions.set_live(self.win.worker.session_id if self.win.worker else None, event.paused)
             self.win.window_actions.show_paused(event.paused)
+            self.win.overview.set_paused(event.paused)
             if event.paused:
                 status_text.setText("Paused. Press Space to resume.")
         elif isinstance(event, SessionFinished):
@@ -170,6 +171,7 @@ class TuneController(Controller):
         win.settings_panel.set_enabled_for_tuning(True)
         win.status_line.show_finished()
         win.sessions.set_live(None)
+        win.overview.paused = False
         if win.reader is not None:
             win.sessions.show_sessions(win.reader.sessions_as_they_are())
             if worker is not None and worker.session_id is not None:

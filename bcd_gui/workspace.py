@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QItemSelectionModel, QObject, Qt
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -29,17 +30,30 @@ from bcd_gui.paths import SAMPLE_MODEL, icon
 from bcd_gui.plots import CostModelPlot, ModelLatencyPlot, TaskCurvesPlot, restyle
 from bcd_gui.theme import PlotColors
 
-MIN_TASK_COLUMN_EM = 12
-TASK_COLUMN_EM = 22  # a task name's room when the tree is wide enough
+MIN_TASK_COLUMN_EM = 8
 # The widest value each column will show while tuning: fitted before the numbers arrive, a
 # column must not cut them later (the tree is not re-measured on every round).
 WIDEST_VALUE = {
-    "Trials": "8888 (88 failed)",
+    "Trials": "888/888 ✗",
     "Best": "888.888 ms",
     "Speedup": "8888.8x",
-    "Status": "refining",
+    "Status": "refining (+8)",
     "Origin": "diffused",
 }
+
+
+class FittingTreeView(QTreeView):
+    """A tree view that calls `on_resize` when its width changes: the task names' column takes
+    what the other columns leave, at every window size."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.on_resize: Callable[[], None] = lambda: None
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self.on_resize()
 
 
 class Workspace:
@@ -56,6 +70,8 @@ class Workspace:
     ) -> None:
         self.tree_model = ClusterTreeModel(parent)
         self.tree = self._build_tree(self.tree_model)
+        self._names_width = 0  # what the task names need, measured once per session shown
+        self.tree.on_resize = self._fit_task_column
         self.resize_columns()
         self.latency_plot = ModelLatencyPlot(colors)
         self.task_plot = TaskCurvesPlot(colors)
@@ -69,17 +85,17 @@ class Workspace:
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(self.tree)
         self.splitter.addWidget(right)
-        self.splitter.setStretchFactor(0, 3)
-        self.splitter.setStretchFactor(1, 2)
-        self.splitter.setSizes([640, 440])
+        self.splitter.setStretchFactor(0, 2)  # the tree's columns through Origin fit at 1024 px
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([740, 320])
         self.welcome = self._build_welcome(open_sample, choose_model)
         self.pages = QStackedWidget()
         self.pages.addWidget(self.welcome)
         self.pages.addWidget(self.splitter)
 
     @staticmethod
-    def _build_tree(model: ClusterTreeModel) -> QTreeView:
-        tree = QTreeView()
+    def _build_tree(model: ClusterTreeModel) -> FittingTreeView:
+        tree = FittingTreeView()
         tree.setObjectName("clusterTree")
         tree.setModel(model)
         tree.setAlternatingRowColors(True)
@@ -123,20 +139,26 @@ class Workspace:
 
     def resize_columns(self) -> None:
         """Every column but the task names fitted to its contents (the tuner runs in another
-        process, so measuring the cells costs this window little); names get the rest, at
-        least a minimum, elided in the middle where they do not fit."""
+        process, so measuring the cells costs this window little); names get what they need
+        up to what the columns through Origin leave, at least a minimum, elided in the middle
+        where they do not fit (the full name is the cell's tooltip)."""
         em = self.tree.fontMetrics().horizontalAdvance("M")
-        self.tree.setColumnWidth(0, int(TASK_COLUMN_EM * em))
+        self.tree.resizeColumnToContents(0)
+        self._names_width = self.tree.columnWidth(0)
         cell = self.tree.fontMetrics()
         for column in range(1, len(COLUMNS)):
             self.tree.resizeColumnToContents(column)
             widest = WIDEST_VALUE.get(COLUMNS[column])
             if widest:
-                needed = cell.horizontalAdvance(widest) + 2 * em  # the cell's margins
+                needed = cell.horizontalAdvance(widest) + em  # the cell's margins
                 self.tree.setColumnWidth(column, max(self.tree.columnWidth(column), needed))
-        others = sum(self.tree.columnWidth(c) for c in range(1, len(COLUMNS)) if c <= COLUMNS.index("Status"))
+        self._fit_task_column()
+
+    def _fit_task_column(self) -> None:
+        em = self.tree.fontMetrics().horizontalAdvance("M")
+        others = sum(self.tree.columnWidth(c) for c in range(1, COLUMNS.index("Origin") + 1))
         room = self.tree.viewport().width() - others
-        self.tree.setColumnWidth(0, max(int(MIN_TASK_COLUMN_EM * em), min(int(TASK_COLUMN_EM * em), room)))
+        self.tree.setColumnWidth(0, max(int(MIN_TASK_COLUMN_EM * em), min(self._names_width, room)))
 
     def show_results(self) -> None:
         """Leave the welcome page for the tree and plots."""

@@ -164,7 +164,7 @@ TABLES: dict[str, Table] = {
     # onnxruntime's latency for a model on a target (bcd_core/reference.py): the deployment
     # alternative the dashboard and the report compare the tuned model with.
     "reference": Table(
-        {"id": int, "model_hash": str, "target_key": str, "latency_s": float, "measured_at": str},
+        {"id": int, "model_hash": str, "target_key": str, "latency_s": float, "spread": float, "measured_at": str},
         indexes=(Index(("model_hash", "target_key")),),
     ),
     # Which convolution layout a model tunes in on a target (bcd_core/tuning/layout_choice.py),
@@ -252,7 +252,7 @@ TABLES_ADDED_LATER = (
     "retimings",
 )
 # Columns added to a table after its first release: added to older stores when they open.
-COLUMNS_ADDED_LATER = {"model_latency": ("search_estimate_s",)}
+COLUMNS_ADDED_LATER = {"model_latency": ("search_estimate_s",), "reference": ("spread",)}
 
 # Covering indexes for what viewers read per session (session_view): trial counts and best
 # latency per task without reading the trials' traces, and the latest round at once.

@@ -25,6 +25,7 @@ class TaskStatus(StrEnum):
     DONE = "done"
     SKIPPED = "skipped"
     FALLBACK = "fallback"  # no sketch matched its cluster's programs: searched on its own
+    STOPPED = "stopped"  # shown, never stored: was being tuned when its session stopped
 
 
 # A task being tuned now: its cluster shows the first of these its members are in.

@@ -33,19 +33,35 @@ class UntunedMixin(StoreBase):
 
 
 class ReferenceMixin(StoreBase):
-    """onnxruntime's latency per model and target, timed once."""
+    """onnxruntime's latency per model and target, timed until two timings agree, with their
+    spread. A row without a spread was timed once (by an older bcd) and is not trusted: the
+    model is timed again."""
 
-    def reference_latency(self, model_hash: str, target_key: str) -> float | None:
-        if "reference" not in self.db.table_names():
+    def reference_timing(self, model_hash: str, target_key: str) -> tuple[float, float] | None:
+        """(latency, spread) of the latest trusted timing, or None."""
+        if "reference" not in self.db.table_names() or "spread" not in self.db["reference"].columns_dict:
             return None
-        sql = "select latency_s from reference where model_hash = ? and target_key = ? order by id desc limit 1"
+        sql = (
+            "select latency_s, spread from reference where model_hash = ? and target_key = ? and spread is not null "
+            "order by id desc limit 1"
+        )
         with self._lock:
             rows = self.db.execute(sql, [model_hash, target_key]).fetchall()
-        return float(rows[0][0]) if rows else None
+        return (float(rows[0][0]), float(rows[0][1])) if rows else None
 
-    def record_reference(self, model_hash: str, target_key: str, latency_s: float) -> None:
+    def reference_latency(self, model_hash: str, target_key: str) -> float | None:
+        timing = self.reference_timing(model_hash, target_key)
+        return None if timing is None else timing[0]
+
+    def record_reference(self, model_hash: str, target_key: str, latency_s: float, spread: float) -> None:
         if self.read_only:
             return
-        row = {"model_hash": model_hash, "target_key": target_key, "latency_s": latency_s, "measured_at": now_iso()}
+        row = {
+            "model_hash": model_hash,
+            "target_key": target_key,
+            "latency_s": latency_s,
+            "spread": spread,
+            "measured_at": now_iso(),
+        }
         with self.transaction() as db:
             db["reference"].insert(row)

@@ -29,7 +29,7 @@ def test_onnxruntime_is_timed_once_per_model_and_target(tmp_path: Path, tiny_mlp
         def not_again(*_args, **_kwargs):
             raise AssertionError("timed again")
 
-        monkeypatch.setattr(reference, "time_onnxruntime_s", not_again)
+        monkeypatch.setattr(reference, "time_reference", not_again)
         assert stored_reference(store, tiny_mlp, model_hash, target) == first
         gpu = parse_target("nvidia/nvidia-h100")
         assert stored_reference(store, tiny_mlp, model_hash, gpu) is None  # CPU onnxruntime says nothing of a GPU
@@ -39,10 +39,38 @@ def test_a_model_onnxruntime_cannot_run_has_no_reference(tmp_path: Path, tiny_ml
     def fails(*_args, **_kwargs):
         raise RuntimeError("unsupported operator")
 
-    monkeypatch.setattr(reference, "time_onnxruntime_s", fails)
+    monkeypatch.setattr(reference, "time_reference", fails)
     with closing(RecordStore(tmp_path / "r.db")) as store:
         assert stored_reference(store, tiny_mlp, "hash", host_target()) is None
         assert store.db["reference"].count == 0
+
+
+def test_a_timing_that_disagrees_with_the_second_is_timed_again(tmp_path: Path, tiny_mlp: Path, monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    medians = iter([10.0, 3.6, 3.7])  # ms: the first taken while something else ran
+    calls = []
+
+    def timed(*_args, **_kwargs):
+        calls.append(1)
+        return SimpleNamespace(median_ms=next(medians))
+
+    monkeypatch.setattr(reference, "run_onnxruntime", timed)
+    latency, spread = reference.time_reference(tiny_mlp)
+    assert len(calls) == 3
+    assert latency == pytest.approx(3.65e-3) and spread == pytest.approx(3.7 / 3.6 - 1)
+
+
+def test_a_reference_timed_once_by_an_older_bcd_is_timed_again(tmp_path: Path, tiny_mlp: Path) -> None:
+    target = host_target()
+    with closing(RecordStore(tmp_path / "r.db")) as store:
+        row = {"model_hash": "h", "target_key": target_key(target), "latency_s": 0.5, "measured_at": "then"}
+        store.db["reference"].insert(row)  # no spread: one timing, perhaps of a busy machine
+        assert store.reference_latency("h", target_key(target)) is None
+        latency = stored_reference(store, tiny_mlp, "h", target)
+        assert latency is not None and latency < 0.5
+        stored, spread = store.reference_timing("h", target_key(target))
+        assert stored == latency and 0 <= spread
 
 
 @pytest.mark.slow

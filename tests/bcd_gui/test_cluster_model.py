@@ -59,7 +59,13 @@ def test_tree_shows_clusters_with_the_representative_first(qtbot) -> None:
     assert model.rowCount() == 3
     conv = model.index(0, 0)
     assert model.rowCount(conv) == 3
-    assert "representative" in model.index(0, 0, conv).data()
+    head = model.index(0, 0, conv)
+    assert head.data() == tasks[0].name.removeprefix("fused_")  # no role suffix: the role is its weight and tooltip
+    assert head.data(Qt.ItemDataRole.ToolTipRole).startswith(tasks[0].name + "\n")
+    assert (
+        head.data(Qt.ItemDataRole.FontRole).bold() and not model.index(1, 0, conv).data(Qt.ItemDataRole.FontRole).bold()
+    )
+    assert "representative of its cluster" in head.data(Qt.ItemDataRole.ToolTipRole)
     assert model.index(0, 0, conv).data(ROLE_ITEM) == ("task", 0)
     assert model.index(1, 0).data(ROLE_ITEM) == ("cluster", "dense")
 
@@ -97,11 +103,15 @@ def test_pending_requests_show_until_the_next_round(qtbot) -> None:
     control.set_cluster_priority(["pool", "conv", "dense"])
     model.set_pending(control.pending())
     status = model.index_of(("task", 3), COL_STATUS).data()
-    assert "skip" in status and "pending" in status
+    assert status == "queued (skip)"  # short: the Status column shows it whole
+    assert "pending until the next round: skip" in model.index_of(("task", 3)).data(Qt.ItemDataRole.ToolTipRole)
     assert model.index_of(("task", 3)).data(Qt.ItemDataRole.FontRole).italic()
-    assert "reorder" in model.index_of(("cluster", "pool"), COL_STATUS).data()
+    assert model.index_of(("cluster", "pool"), COL_STATUS).data() == "queued (+1)"  # its words: the tooltip
+    assert "pending until the next round: reorder" in model.index_of(("cluster", "pool")).data(
+        Qt.ItemDataRole.ToolTipRole
+    )
     model.set_pending(control.take_pending()[:0])  # applied: nothing pending any more
-    assert "pending" not in model.index_of(("task", 3), COL_STATUS).data()
+    assert model.index_of(("task", 3), COL_STATUS).data() == "queued"
 
 
 def test_dragging_a_cluster_requests_a_new_priority_and_a_task_a_move(qtbot) -> None:
@@ -139,4 +149,4 @@ def test_clusters_of_one_operator_chain_get_distinct_names(qtbot) -> None:
     names = [model.index(row, 0).data() for row in range(model.rowCount())]
     assert len(set(names)) == 3
     assert names[0].startswith("1. conv2d_add_relu (1 of 2)") and names[1].startswith("2. conv2d_add_relu (2 of 2)")
-    assert names[2].startswith("3. max_pool2d  [")
+    assert names[2] == "3. max_pool2d (1 task)"
