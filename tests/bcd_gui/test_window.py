@@ -56,7 +56,9 @@ def test_open_tune_pause_reprioritize_watch_and_export(qtbot, window, tiny_mlp: 
     last_cluster = window.snapshot.clusters[-1].key
     window.select_item(("cluster", last_cluster))
     window.move_selected_cluster(-len(window.snapshot.clusters))
-    assert "pending" in window.tree_model.index_of(("cluster", last_cluster), 4).data()
+    assert "(+1)" in window.tree_model.index_of(("cluster", last_cluster), 4).data()  # one request pending
+    tip = window.tree_model.index_of(("cluster", last_cluster)).data(Qt.ItemDataRole.ToolTipRole)
+    assert "pending until the next round: reorder" in tip
     window.toggle_pause()
     with qtbot.waitSignal(window.tuneFinished, timeout=300_000) as finished:
         pass
@@ -64,7 +66,8 @@ def test_open_tune_pause_reprioritize_watch_and_export(qtbot, window, tiny_mlp: 
     assert finished.args[0] == "completed"
     assert any(m.startswith("applied priority") for m in messages)
     assert window.snapshot.clusters[0].key == last_cluster  # the tree follows the engine's order
-    assert "pending" not in (window.tree_model.index(0, 4).data() or "")
+    assert "(+" not in (window.tree_model.index(0, 4).data() or "")
+    assert "pending" not in window.tree_model.index(0, 0).data(Qt.ItemDataRole.ToolTipRole)
 
     # Rows and curves updated.
     assert window.snapshot.trials_done == window.snapshot.trials_total == 6 * len(preview.tasks)
