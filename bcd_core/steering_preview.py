@@ -19,8 +19,8 @@ from bcd_core.tuning.control import ControlRequest, RequestKind
 def _ordered(tasks: list[TaskView], order: list[str]) -> list[TaskView]:
     """Tasks with their clusters' positions in `order` (clusters it does not name keep theirs, after)."""
     rank = {key: position for position, key in enumerate(order)}
-    current = sorted({t.cluster_key: t.cluster_position for t in tasks}.items(), key=lambda item: item[1])
-    keys = sorted((key for key, _ in current), key=lambda key: (rank.get(key, len(rank)), dict(current)[key]))
+    now = {t.cluster_key: t.cluster_position for t in tasks}
+    keys = sorted(now, key=lambda key: (rank.get(key, len(rank)), now[key]))
     position = {key: index for index, key in enumerate(keys)}
     return [replace(t, cluster_position=position[t.cluster_key]) for t in tasks]
 

@@ -61,7 +61,6 @@ class ModelController(Controller):
         win.model_path = win.model_hash = None
         self._prepared = None
         win.untuned = {}
-        win.tree_model.set_untuned({})  # the previous model's, by task index: no speedup to show
         win.overview.untuned_waiting = "open the model to measure it"
         win.reference_s = None
         win.pending_control = TuningControl()
