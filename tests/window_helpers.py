@@ -1,6 +1,10 @@
-"""What window tests share: reading the error dialog, and leaving no background work behind."""
+"""What window tests share: opening a model and waiting, reading the error dialog, and leaving no
+background work behind. Kept out of conftest.py: several test folders have one, and a test that
+imports `conftest` gets whichever pytest loaded last."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from PySide6.QtWidgets import QMessageBox
 
@@ -17,3 +21,9 @@ def finish_background_work(win) -> None:
         win.tuning.stop_and_wait(60)
     for job in list(win.jobs):
         job.wait(60_000)
+
+
+def open_and_wait(qtbot, win, path: Path, timeout_ms: int = 120_000):
+    with qtbot.waitSignal(win.modelOpened, timeout=timeout_ms) as blocker:
+        win.open_model(path)
+    return blocker.args[0]

@@ -22,9 +22,3 @@ def window(qtbot, tmp_path: Path, qsettings: QSettings):
     win.show()
     yield win
     finish_background_work(win)  # never leave a tuner thread behind
-
-
-def open_and_wait(qtbot, win, path: Path, timeout_ms: int = 120_000):
-    with qtbot.waitSignal(win.modelOpened, timeout=timeout_ms) as blocker:
-        win.open_model(path)
-    return blocker.args[0]

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import open_and_wait
 from PySide6.QtCore import QRect
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
@@ -19,6 +18,7 @@ from PySide6.QtWidgets import (
     QTreeView,
     QWidget,
 )
+from window_helpers import open_and_wait
 
 LEAVES = (QLabel, QLineEdit, QAbstractSpinBox, QComboBox, QPushButton, QTableWidget, QTreeView)
 

@@ -11,6 +11,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 from synthetic_store import generate_store
+from window_helpers import open_and_wait
 
 from bcd_gui.cluster_model import COLUMNS
 
@@ -114,8 +115,6 @@ def test_a_speedup_is_shown_only_for_the_task_that_was_timed_untuned(qtbot, wind
 
 
 def test_steering_before_tune_shows_in_the_tree_at_once(qtbot, window, tiny_convnet: Path) -> None:
-    from conftest import open_and_wait
-
     preview = open_and_wait(qtbot, window, tiny_convnet)
     tasks = len(preview.tasks)
     window.settings_panel.trials_per_task.setValue(4)

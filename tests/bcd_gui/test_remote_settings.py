@@ -6,8 +6,8 @@ import socket
 from pathlib import Path
 
 import pytest
-from conftest import open_and_wait
 from PySide6.QtWidgets import QMessageBox
+from window_helpers import open_and_wait
 
 from bcd_gui.panels import SettingsPanel
 

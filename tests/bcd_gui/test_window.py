@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 from bad_models import BAD_MODELS
-from conftest import open_and_wait
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QMessageBox
-from window_helpers import error_dialog_text
+from window_helpers import error_dialog_text, open_and_wait
 
 from bcd_core.records.store import RecordStore
 from bcd_core.tuning.events import RoundFinished, SessionMessage
