@@ -20,7 +20,7 @@ from bcd_core.errors import BcdError
 from bcd_core.formatting import format_duration, format_latency
 from bcd_core.timing import RUNS
 from bcd_core.tuning.control import TuningControl
-from bcd_core.tuning.options import OPTIONS_BY_FIELD, STRATEGIES, Level, Option, flagged_options
+from bcd_core.tuning.options import OPTIONS_BY_FIELD, STOP_RULE_FIELDS, STRATEGIES, Level, Option, flagged_options
 from bcd_core.tuning.settings import TuneSettings
 
 if TYPE_CHECKING:
@@ -46,13 +46,15 @@ class ProgressBar:
     """Trials, elapsed, ETA and the best estimated latency on one line (a line per round
     when stderr is not a terminal, so logs stay readable)."""
 
-    def __init__(self, stream: Any = sys.stderr, width: int = 28) -> None:
+    def __init__(self, stream: Any = sys.stderr, width: int = 28, time_budget_s: float | None = None) -> None:
         self.stream = stream
+        self.time_budget_s = time_budget_s  # the session's clock it may use (--minutes)
         self.width = width
         self.tty = hasattr(stream, "isatty") and stream.isatty()
         self.run_start = time.perf_counter()
         self.done_at_start = 0
         self.measured = ""  # the compiled model's latency at the last milestone
+        self.timed_s = 0.0  # spent timing the compiled model: counted by the time budget
 
     def __call__(self, event: Any) -> None:
         from bcd_core.tuning.events import ModelMeasured, RoundFinished, SessionFinished, SessionMessage, SessionStarted
@@ -60,29 +62,38 @@ class ProgressBar:
         if isinstance(event, SessionStarted):
             self.run_start = time.perf_counter()
             self.done_at_start = event.trials_done
+            self.timed_s = event.timed_s
         elif isinstance(event, SessionMessage):
             self._line(f"[{event.kind}] {event.message}")
         elif isinstance(event, RoundFinished):
             self._round(event)
         elif isinstance(event, ModelMeasured):
             self.measured = f"  measured {format_latency(event.measured_latency_s)} (at {event.trials_done})"
+            self.timed_s += event.cost_s
         elif isinstance(event, SessionFinished):
             if self.tty:
                 self.stream.write("\n")
+            why = f" ({event.stop_reason})" if event.stop_reason else ""
             self._line(
-                f"session {event.session_id} {event.status}: {event.trials_done} trials, "
+                f"session {event.session_id} {event.status}{why}: {event.trials_done} trials, "
                 f"estimated latency {format_latency(event.estimated_latency_s)}{self.measured}, "
                 f"elapsed {format_duration(event.elapsed_s)}"
             )
 
     def _round(self, event: Any) -> None:
+        from bcd_core.session_view import eta_by_clock
+
         total = max(event.trials_total, 1)
         share = min(event.trials_done / total, 1.0)
+        budget = self.time_budget_s
+        if budget:
+            share = max(share, min((event.elapsed_s + self.timed_s) / budget, 1.0))
         filled = int(share * self.width)
         bar = "#" * filled + "." * (self.width - filled)
         measured_here = event.trials_done - self.done_at_start
         spent = time.perf_counter() - self.run_start
         eta = spent / measured_here * max(total - event.trials_done, 0) if measured_here > 0 else None
+        eta = eta_by_clock(eta, event.elapsed_s, budget, self.timed_s)
         text = (
             f"[{bar}] {event.trials_done}/{event.trials_total} trials  "
             f"elapsed {format_duration(event.elapsed_s)}  ETA {format_duration(eta)}  "
@@ -143,7 +154,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
 
     if args.runner != "rpc" and (args.tracker or args.tracker_key):  # likely a forgotten --runner rpc
         raise BcdError("--tracker and --key choose remote servers: add --runner rpc (or drop them to measure here)")
-    values = {option.field: getattr(args, option.field) for option in flagged_options()}
+    values = {option.field: getattr(args, option.field) for option in flagged_options() if hasattr(args, option.field)}
     try:
         return TuneSettings(
             **values,
@@ -222,7 +233,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             db_path,
             target,
             settings,
-            [ProgressBar()],
+            [ProgressBar(time_budget_s=settings.minutes * 60 or None)],
             args.new_session,
             control,
             args.resume,
@@ -233,9 +244,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return 130
     finally:
         signal.signal(signal.SIGINT, previous)
-    if control.stop_requested:
+    if control.stop_requested and not control.stopped_by_rule:
         print("stopped: every finished round is saved; run the same command again to resume", file=sys.stderr)
         return 130
+    if control.stopped_by_rule:
+        print(
+            f"stopped: {control.stop_reason}; every finished round is saved, and the same command with other "
+            "limits resumes it",
+            file=sys.stderr,
+        )
     if args.out:
         return export_session(db_path, run.session_id, Path(args.out), model=args.model, check=not args.no_check)
     return 0
@@ -366,6 +383,7 @@ def _bench_matrix(args: argparse.Namespace, settings: Any, strategies: list[str]
 def cmd_db(args: argparse.Namespace) -> int:
     from bcd_core.records.json_io import export_json, import_json
     from bcd_core.records.store import RecordStore
+    from bcd_core.session_view import session_status_text
 
     if args.db_command == "import-json":
         store = RecordStore(args.db)
@@ -378,7 +396,8 @@ def cmd_db(args: argparse.Namespace) -> int:
     elif args.db_command == "tasks":
         with closing(RecordStore(args.db, create=False)) as store:
             session, rows = task_table_rows(store, args.session)
-        print(f"session {session['id']}: {session['model_name']}, {session['strategy']}, {session['status']}")
+        status = session_status_text(session)
+        print(f"session {session['id']}: {session['model_name']}, {session['strategy']}, {status}")
         print(table(TASK_TABLE_HEADERS, rows))
     else:
         store = RecordStore(args.db, create=False)
@@ -387,7 +406,7 @@ def cmd_db(args: argparse.Namespace) -> int:
                 s["id"],
                 s["model_name"],
                 s["strategy"],
-                s["status"],
+                session_status_text(s),
                 s["trials_done"],
                 format_latency(s["estimated_latency_s"]),
                 format_duration(s["elapsed_s"]),
@@ -409,7 +428,7 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_option(parser: argparse.ArgumentParser, option: Option) -> None:
+def _add_option(parser: Any, option: Option) -> None:
     """One row of the options table as an argument; research options are accepted but hidden
     (docs/reference.md lists them)."""
     default = getattr(TUNE_DEFAULTS, option.field)
@@ -425,9 +444,14 @@ def _add_option(parser: argparse.ArgumentParser, option: Option) -> None:
 def _add_tuning_options(parser: argparse.ArgumentParser, *fields: str, exclude: tuple[str, ...] = ()) -> None:
     """The named options of the table, or all with a flag but those excluded."""
     options = [OPTIONS_BY_FIELD[f] for f in fields] if fields else flagged_options()
+    rules = [o for o in options if o.field in STOP_RULE_FIELDS and o.field not in exclude]
     for option in options:
-        if option.field not in exclude:
+        if option.field not in exclude and option not in rules:
             _add_option(parser, option)
+    if rules:  # read together in --help: what ends a tune besides its trials
+        group = parser.add_argument_group("when to stop (besides the trials; the first rule met stops the tune)")
+        for option in rules:
+            _add_option(group, option)
 
 
 def _add_inspect_command(sub: Any) -> None:
@@ -482,7 +506,7 @@ def _add_bench_command(sub: Any) -> None:
     bench = sub.add_parser("bench", help="stock MetaSchedule vs BCD on the same models and budget")
     bench.add_argument("model", nargs="+")
     _add_model_options(bench)
-    _add_tuning_options(bench, exclude=("strategy",))
+    _add_tuning_options(bench, exclude=("strategy", *STOP_RULE_FIELDS))
     bench.add_argument(
         "--seeds", type=int, default=1, help="runs per strategy and model (seeds 0..N-1); 2 or more write a matrix"
     )

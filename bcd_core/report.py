@@ -19,6 +19,7 @@ from bcd_core.session_view import (
     SessionSnapshot,
     baseline_for,
     load_snapshot,
+    session_status_text,
     task_best_curve,
 )
 
@@ -191,6 +192,12 @@ def _measured_text(measured: list[dict], estimate: float | None) -> str:
     return text + f", {seconds / then:.2f}x the estimate then" if then else text
 
 
+def _tuning_time_text(session: dict) -> str:
+    budget = session.get("time_budget_s")
+    of_budget = f" of a {budget / 60:.3g} min budget" if budget else ""
+    return f"{(session['elapsed_s'] or 0) / 60:.1f} min{of_budget}"
+
+
 def _html(snapshot: SessionSnapshot, images: dict[str, str], reference_s: float | None = None) -> str:
     s = snapshot.session
     estimate = snapshot.estimated_latency_s
@@ -198,9 +205,9 @@ def _html(snapshot: SessionSnapshot, images: dict[str, str], reference_s: float 
         ("model", html.escape(s["model_name"])),
         ("strategy", s["strategy"]),
         ("target", html.escape(s["target"])),
-        ("status", s["status"]),
+        ("status", html.escape(session_status_text(s))),
         ("trials", f"{snapshot.trials_done} ({snapshot.failed_trials} failed)"),
-        ("tuning time", f"{(s['elapsed_s'] or 0) / 60:.1f} min"),
+        ("tuning time", _tuning_time_text(s)),
         ("estimated latency", "n/a" if estimate is None else f"{estimate * 1e3:.4f} ms"),
         ("compiled model", _measured_text(snapshot.measured, estimate)),
         ("onnxruntime", _reference_text(reference_s, estimate, snapshot.measured)),

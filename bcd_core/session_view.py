@@ -150,6 +150,26 @@ def first_time_at_or_below(timeline: Sequence[tuple[float, float]], level: float
     return None
 
 
+def session_status_text(session: dict[str, Any]) -> str:
+    """A session's status with why its last run ended, where that says more than the status."""
+    status, reason = str(session.get("status") or ""), str(session.get("stop_reason") or "")
+    if status == SessionStatus.RUNNING or not reason or status == SessionStatus.COMPLETED:
+        return status
+    return reason if reason.startswith(status) else f"{status}: {reason}"
+
+
+def eta_by_clock(
+    trials_eta_s: float | None, elapsed_s: float, time_budget_s: float | None, timed_s: float = 0.0
+) -> float | None:
+    """Time left: what the trials left take at the pace so far, or what the time budget leaves
+    if that is sooner (tuning/stopping.py stops the tune there). The budget counts the session's
+    clock and `timed_s`, the time spent timing the compiled model, which that clock leaves out."""
+    if not time_budget_s:
+        return trials_eta_s
+    left = max(time_budget_s - elapsed_s - timed_s, 0.0)
+    return left if trials_eta_s is None else min(trials_eta_s, left)
+
+
 def session_timeline(store: RecordStore, session_id: int) -> list[tuple[float, float]]:
     """(elapsed s, estimated model latency s) after each round, where the estimate is defined."""
     return [

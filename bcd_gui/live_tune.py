@@ -101,6 +101,7 @@ class SessionWatcher(QThread):
                         snapshot.trials_done,
                         snapshot.estimated_latency_s,
                         float(session["elapsed_s"] or 0),
+                        str(session.get("stop_reason") or ""),
                     )
                 )
         return not running

@@ -10,6 +10,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
+    QDoubleSpinBox,
     QFormLayout,
     QGridLayout,
     QHBoxLayout,
@@ -27,7 +28,7 @@ from PySide6.QtWidgets import (
 from bcd_core.formatting import counted, format_duration, format_flops, format_latency
 from bcd_core.model_import import parse_input_shapes
 from bcd_core.records.states import REMEMBERED_ORIGINS, SessionStatus
-from bcd_core.session_view import Provenance, SessionSnapshot, estimate_with_untuned
+from bcd_core.session_view import Provenance, SessionSnapshot, estimate_with_untuned, session_status_text
 from bcd_core.tuning.options import Option, panel_options
 from bcd_core.tuning.settings import TuneSettings
 
@@ -52,6 +53,8 @@ def option_widget(option: Option) -> QWidget:
         spin.setRange(1, 100_000)
         spin.setValue(int(default))
         widget = spin
+    elif option.type is float:
+        widget = rule_spin(default)
     else:
         line = QLineEdit(str(default))
         line.setPlaceholderText(PLACEHOLDERS.get(option.field, ""))
@@ -60,9 +63,23 @@ def option_widget(option: Option) -> QWidget:
     return widget
 
 
+def rule_spin(default: float | None) -> QDoubleSpinBox:
+    """A stopping rule's number (tuning/stopping.py): its lowest value reads "off", which is 0
+    for most rules and None (shown one below 0) where 0 itself means something."""
+    spin = QDoubleSpinBox()
+    spin.setDecimals(2)
+    spin.setRange(-1.0 if default is None else 0.0, 100_000.0)
+    spin.setSpecialValueText("off")
+    spin.setProperty("offIsNone", default is None)
+    spin.setValue(spin.minimum() if default is None else float(default))
+    return spin
+
+
 def set_widget_value(widget: QWidget, value: Any) -> None:
     if isinstance(widget, QComboBox):
         widget.setCurrentText(str(value))
+    elif isinstance(widget, QDoubleSpinBox):
+        widget.setValue(widget.minimum() if value is None else float(value))
     elif isinstance(widget, QSpinBox):
         widget.setValue(int(value))
     else:
@@ -75,6 +92,9 @@ def widget_value(widget: QWidget) -> Any:
         return widget.currentText()
     if isinstance(widget, QSpinBox):
         return widget.value()
+    if isinstance(widget, QDoubleSpinBox):
+        off = widget.property("offIsNone") and widget.value() == widget.minimum()
+        return None if off else widget.value()
     assert isinstance(widget, QLineEdit)
     return widget.text().strip()
 
@@ -233,6 +253,8 @@ class OverviewPanel(QWidget):
         failed = f", {snapshot.failed_trials} failed" if snapshot.failed_trials else ""
         self.values["trials"].setText(f"{snapshot.trials_done} / {snapshot.trials_total}{failed}")
         status = "paused" if self.paused and s.get("status") == "running" else s.get("status")
+        if status == s.get("status"):
+            status = session_status_text(s)
         session = "not tuned yet" if not s.get("id") else f"#{s['id']} {s['strategy']}, {status}"
         self.values["session"].setText(session)
         memory = snapshot.memory
@@ -440,6 +462,7 @@ class SessionsPanel(QWidget):
             )
             for column, value in enumerate(values):
                 self.table.setItem(row, column, QTableWidgetItem(str(value)))
+            self.table.item(row, 3).setToolTip(session_status_text(s))  # why it ended, too long for the column
         self.table.resizeColumnsToContents()
         if grew:
             self.table.scrollToTop()  # a new session is the first row: it must not sit above the view

@@ -9,7 +9,7 @@ from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QLabel, QProgressBar, QSizePolicy, QStatusBar
 
 from bcd_core.formatting import format_duration
-from bcd_core.session_view import SessionSnapshot
+from bcd_core.session_view import SessionSnapshot, eta_by_clock
 from bcd_core.tuning.events import RoundFinished
 
 
@@ -75,6 +75,9 @@ class StatusLine:
         if tuning and isinstance(event, RoundFinished):
             elapsed = event.elapsed_s
         eta = elapsed / done * (total - done) if done and tuning else None
+        if tuning:  # the session's time budget, if it has one, may end it sooner
+            timed = sum(float(row.get("cost_s") or 0) for row in snapshot.measured)
+            eta = eta_by_clock(eta, elapsed, snapshot.session.get("time_budget_s"), timed)
         self.elapsed_label.setText(
             f"elapsed {format_duration(elapsed)}" + (f"  ETA {format_duration(eta)}" if eta else "")
         )

@@ -9,7 +9,7 @@ from typing import Any
 
 from bcd_core.errors import BcdError
 from bcd_core.formatting import format_duration, format_latency
-from bcd_core.records.states import EventKind
+from bcd_core.records.states import EventKind, SessionStatus
 from bcd_core.session_view import SessionSnapshot
 from bcd_core.target import parse_target, target_key
 from bcd_core.tuning.continuation import SessionDecision, decide_session, wish_of
@@ -143,8 +143,9 @@ class TuneController(Controller):
             if event.paused:
                 status_text.setText("Paused. Press Space to resume.")
         elif isinstance(event, SessionFinished):
+            why = f" ({event.stop_reason})" if event.stop_reason and event.status != SessionStatus.COMPLETED else ""
             status_text.setText(
-                f"Session {event.session_id} {event.status}: {event.trials_done} trials, model "
+                f"Session {event.session_id} {event.status}{why}: {event.trials_done} trials, model "
                 f"{format_latency(event.estimated_latency_s)} after {format_duration(event.elapsed_s)}"
             )
         self.win.update_status()

@@ -68,6 +68,8 @@ TABLES: dict[str, Table] = {
             "pid": int,
             "host": str,
             "total_budget": int,  # the user's total trials, when changed while tuning
+            "stop_reason": str,  # why the session's last run ended (tuning/stopping.py)
+            "time_budget_s": float,  # the clock its latest run was given (None: trials only)
         }
     ),
     "workloads": Table({"id": int, "shash": str, "workload": str}, indexes=(Index(("shash",)),)),
@@ -252,7 +254,11 @@ TABLES_ADDED_LATER = (
     "retimings",
 )
 # Columns added to a table after its first release: added to older stores when they open.
-COLUMNS_ADDED_LATER = {"model_latency": ("search_estimate_s",), "reference": ("spread",)}
+COLUMNS_ADDED_LATER = {
+    "model_latency": ("search_estimate_s",),
+    "reference": ("spread",),
+    "sessions": ("stop_reason", "time_budget_s"),
+}
 
 # Covering indexes for what viewers read per session (session_view): trial counts and best
 # latency per task without reading the trials' traces, and the latest round at once.

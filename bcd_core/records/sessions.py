@@ -96,7 +96,13 @@ class SessionsMixin(StoreBase):
                 )
             db["sessions"].update(
                 session_id,
-                {"status": SessionStatus.RUNNING, "pid": os.getpid(), "host": socket.gethostname(), "ended_at": None},
+                {
+                    "status": SessionStatus.RUNNING,
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
+                    "ended_at": None,
+                    "stop_reason": None,
+                },
             )
 
     def skipped_unmeasured_tasks(self, session_id: int) -> list[dict[str, Any]]:
@@ -149,12 +155,29 @@ class SessionsMixin(StoreBase):
         with self.transaction() as db:
             db["sessions"].update(session_id, changes, alter=True)
 
+    def set_time_budget(self, session_id: int, seconds: float | None) -> None:
+        """The clock the session's current run was given (ETAs and the report read it)."""
+        with self.transaction() as db:
+            db["sessions"].update(session_id, {"time_budget_s": seconds})
+
     def finish_session(
-        self, session_id: int, status: str, elapsed_s: float, bookkeeping_s: float, estimate_s: float | None = None
+        self,
+        session_id: int,
+        status: str,
+        elapsed_s: float,
+        bookkeeping_s: float,
+        estimate_s: float | None = None,
+        stop_reason: str | None = None,
     ) -> None:
         """`estimate_s`: the final estimate from re-timed programs, when the tune ended with one
-        (it replaces the search's, which each round wrote)."""
-        ended = {"status": status, "ended_at": now_iso(), "elapsed_s": elapsed_s, "bookkeeping_s": bookkeeping_s}
+        (it replaces the search's, which each round wrote). `stop_reason`: why the run ended."""
+        ended = {
+            "status": status,
+            "ended_at": now_iso(),
+            "elapsed_s": elapsed_s,
+            "bookkeeping_s": bookkeeping_s,
+            "stop_reason": stop_reason,
+        }
         if estimate_s is not None:
             ended["estimated_latency_s"] = estimate_s
         with self.transaction() as db:

@@ -14,7 +14,7 @@ class SessionStatus(StrEnum):
     INTERRUPTED = "interrupted"  # the process ended (Ctrl+C, a kill) mid-tune: resumable
     COMPLETED = "completed"
     FAILED = "failed"
-    STOPPED = "stopped"  # stopped by the user at a round boundary: resumable
+    STOPPED = "stopped"  # by the user or a stopping rule, at a round boundary: resumable
 
 
 class TaskStatus(StrEnum):

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+USER_STOP = "stopped by the user"
+
 
 class RequestKind(StrEnum):
     PRIORITY = "priority"
@@ -80,6 +82,7 @@ class TuningControl(SteeringRequests):
         self._running.set()
         self._stop = threading.Event()
         self._pending: list[ControlRequest] = []
+        self._stop_reason: str | None = None
 
     # -- flow -----------------------------------------------------------------------------
     def pause(self) -> None:
@@ -88,8 +91,12 @@ class TuningControl(SteeringRequests):
     def resume(self) -> None:
         self._running.set()
 
-    def stop(self) -> None:
-        """Finish the batch in flight, save it, and end the session (resumable later)."""
+    def stop(self, reason: str | None = None) -> None:
+        """Finish the batch in flight, save it, and end the session (resumable later).
+        `reason`: a stopping rule's (tuning/stopping.py); none when the user stops."""
+        with self._lock:
+            if not self._stop.is_set():
+                self._stop_reason = reason
         self._stop.set()
         self._running.set()  # a paused tuner must wake up to stop
 
@@ -100,6 +107,15 @@ class TuningControl(SteeringRequests):
     @property
     def stop_requested(self) -> bool:
         return self._stop.is_set()
+
+    @property
+    def stop_reason(self) -> str:
+        """Why the tune stops (or stopped): a rule's words, or the user's stop."""
+        return self._stop_reason or USER_STOP
+
+    @property
+    def stopped_by_rule(self) -> bool:
+        return self._stop.is_set() and self._stop_reason is not None
 
     def wait_while_paused(self, poll_s: float = 0.2) -> float:
         """Block while paused; returns the seconds spent waiting."""

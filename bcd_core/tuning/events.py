@@ -14,6 +14,9 @@ class SessionStarted:
     trials_total: int
     trials_done: int
     elapsed_s: float
+    # Time earlier runs spent timing the compiled model: off the session's clock, but a time
+    # budget counts it (tuning/stopping.py).
+    timed_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class SessionFinished:
     trials_done: int
     estimated_latency_s: float | None
     elapsed_s: float
+    stop_reason: str = ""  # why it ended (tuning/stopping.py); "" when not said
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from bcd_core.tuning.run import TuningRun, estimated_latency
 log = logging.getLogger("bcd.milestones")
 FIRST_ESTIMATE = "first estimate"
 FINAL = "final"
+GOAL_CHECK = "goal check"  # asked by a latency goal (tuning/stopping.py)
 RUNS = 20  # timed runs per pass (3 passes): a fifth of a check's, the tuner waits meanwhile
 # "0" turns the timings off: a tune of a tiny model spends more time compiling it than tuning
 # it (the test suite sets it, except in the tests of the timings and of what shows them).
@@ -66,6 +67,8 @@ class Milestones:
         timed = run.store.model_latencies(run.session_id)  # by earlier runs of a resumed session
         self.done = {row["milestone"] for row in timed}
         self.last_trials = max((row["trials_done"] for row in timed), default=-1)
+        self.latest: dict | None = timed[-1] if timed else None  # the last timing's row
+        self.spent_s = sum(float(row["cost_s"] or 0) for row in timed)  # off the session's clock
 
     def after_batch(self, task_index: int, trials: list, trial_ids: list) -> None:
         if self.run.settings.layout_probe or not timing_on():  # a layout probe needs only its final model
@@ -91,6 +94,7 @@ class Milestones:
             return
         finally:
             run.paused_s += time.perf_counter() - started  # off the tuning clock
+            self.spent_s += time.perf_counter() - started
         cost = time.perf_counter() - started
         self.last_trials = run.trials_done
         if milestone == FINAL:
@@ -106,6 +110,7 @@ class Milestones:
             "cost_s": cost,
         }
         run.store.record_model_latency(run.session_id, row)
+        self.latest = row
         run.message(
             EventKind.INFO,
             f"compiled model timed ({milestone}, {run.trials_done} trials): {format_latency(seconds)}, "

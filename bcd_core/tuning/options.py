@@ -141,6 +141,53 @@ OPTIONS: tuple[Option, ...] = (
         type=float,
         identity_of=(BCD,),
     ),
+    # Stopping rules (tuning/stopping.py): not part of a session's identity either.
+    Option(
+        "minutes",
+        Level.USER,
+        "stop after this many minutes (pauses not counted; 0: no limit); the same command again "
+        "resumes with the time left",
+        "--minutes",
+        "Time budget (min)",
+        type=float,
+        metavar="N",
+    ),
+    Option(
+        "target_ms",
+        Level.USER,
+        "stop once the compiled model, timed, runs in this many milliseconds or less (0: off)",
+        "--target-ms",
+        "Stop at (ms)",
+        type=float,
+        metavar="MS",
+    ),
+    Option(
+        "faster_than_onnxruntime_pct",
+        Level.USER,
+        "stop once the compiled model, timed, is this many percent faster than onnxruntime on this machine "
+        "(0: as fast)",
+        "--faster-than-onnxruntime",
+        "Beat onnxruntime by (%)",
+        type=float,
+        metavar="PERCENT",
+    ),
+    Option(
+        "plateau_pct",
+        Level.USER,
+        "stop once the estimate improved less than this many percent over the last 5 minutes (0: off)",
+        "--plateau",
+        "Stop on plateau (%)",
+        type=float,
+        metavar="PERCENT",
+    ),
+    Option(
+        "plateau_minutes",
+        Level.RESEARCH,
+        "the window --plateau looks back over (default 5)",
+        "--plateau-minutes",
+        type=float,
+        metavar="N",
+    ),
     # Where and how candidates are measured: not part of a session's identity, so a session
     # started locally can be resumed on remote servers (and back).
     Option(
@@ -184,6 +231,8 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 OPTIONS_BY_FIELD = {option.field: option for option in OPTIONS}
+# A race (`bcd bench`) spends both sides' whole trial budgets: these are for tunes only.
+STOP_RULE_FIELDS = ("minutes", "target_ms", "faster_than_onnxruntime_pct", "plateau_pct", "plateau_minutes")
 
 
 def identity_fields(strategy: str) -> tuple[str, ...]:

@@ -32,7 +32,7 @@ from bcd_core.memory.recall import TuningMemory
 from bcd_core.model_import import ImportedModel, import_model
 from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.failed_run import FAILED_RUN_SECS, is_failed_run, runner_latency
-from bcd_core.records.states import EventKind, TaskStatus, TrialOrigin
+from bcd_core.records.states import EventKind, SessionStatus, TaskStatus, TrialOrigin
 from bcd_core.records.store import (
     RecordStore,
     TrialRow,
@@ -288,6 +288,15 @@ def admitted(run: TuningRun, task_index: int, *batch: list) -> tuple[list, ...]:
     return tuple(part[:keep] for part in batch)
 
 
+def stop_reason(status: str, control: TuningControl) -> str:
+    """Why a run ended, in the words the session keeps."""
+    if status == SessionStatus.STOPPED:
+        return control.stop_reason
+    return {SessionStatus.COMPLETED: "its trials are spent", SessionStatus.INTERRUPTED: "interrupted"}.get(
+        status, "failed"
+    )
+
+
 class TuningRun:
     """One run of a session in this process: owns the clock, budgets, records and events."""
 
@@ -397,11 +406,11 @@ class TuningRun:
         self.emit(SessionMessage(self.session_id, kind, text, task_index))
 
     def start(self) -> None:
-        self.emit(
-            SessionStarted(
-                self.session_id, self.resumed, len(self.tasks), self.trials_total, self.trials_done, self.elapsed()
-            )
+        timed = sum(float(row["cost_s"] or 0) for row in self.store.model_latencies(self.session_id))
+        started = SessionStarted(
+            self.session_id, self.resumed, len(self.tasks), self.trials_total, self.trials_done, self.elapsed(), timed
         )
+        self.emit(started)
         verb = "resumed" if self.resumed else "started"
         self.message(
             EventKind.INFO,
@@ -410,9 +419,13 @@ class TuningRun:
         )
 
     def finish(self, status: str) -> None:
-        estimate = self.final_estimate or estimated_latency(self.tasks, self.best)
-        self.store.finish_session(self.session_id, status, self.elapsed(), self.bookkeeping_s, self.final_estimate)
-        self.emit(SessionFinished(self.session_id, status, self.trials_done, estimate, self.elapsed()))
+        # The store's is the latest: the search's from the last round, or re-timed at the end.
+        stored = self.store.session(self.session_id)["estimated_latency_s"]
+        estimate = self.final_estimate or stored or estimated_latency(self.tasks, self.best)
+        reason = stop_reason(status, self.control)
+        store = self.store
+        store.finish_session(self.session_id, status, self.elapsed(), self.bookkeeping_s, self.final_estimate, reason)
+        self.emit(SessionFinished(self.session_id, status, self.trials_done, estimate, self.elapsed(), reason))
 
     # -- contexts -------------------------------------------------------------------------
     def make_context(self, task: Task, search_strategy: Any) -> ms.TuneContext:
@@ -464,7 +477,7 @@ class TuningRun:
     def _honour_control(self) -> None:
         self.wait_while_paused()
         if self.control.stop_requested:
-            self.message(EventKind.INFO, "stopped by the user after a saved batch")
+            self.message(EventKind.INFO, f"{self.control.stop_reason}: stopped after a saved batch")
             self.stopped_from_callback = True
             raise StopTuning  # aborts tune_tasks; batches not yet joined were never committed
 

@@ -17,6 +17,7 @@ from bcd_core.tuning.options import (
     CLUSTER_MODES,
     MATH_MODES,
     OPTIONS,
+    OPTIONS_BY_FIELD,
     RETIRED_STRATEGIES,
     STOCK,
     identity_fields,
@@ -83,6 +84,14 @@ class TuneSettings:
     # cluster or the tuning memory, in place of the search's lowest-ranked picks; 0 turns
     # diffusion off (stock MetaSchedule's search with BCD's scheduling and first rounds).
     diffusion_share: float = 0.25
+    # When the tune stops before its trials are spent (tuning/stopping.py); not part of a
+    # session's identity, so the same command with other rules resumes the same session. 0 (None
+    # for the onnxruntime margin, where 0 means "as fast as") leaves a rule off.
+    minutes: float = 0.0
+    target_ms: float = 0.0
+    faster_than_onnxruntime_pct: float | None = None
+    plateau_pct: float = 0.0
+    plateau_minutes: float = 5.0
     # Search and measurement knobs (not part of a session's identity).
     population_size: int = 128
     init_min_unmeasured: int = 32
@@ -114,10 +123,21 @@ class TuneSettings:
             raise ValueError("trials per round must be at least 1")
         if not 0 <= self.diffusion_share <= 0.5:
             raise ValueError("the diffusion share must be between 0 (off) and 0.5 of a round")
+        self._check_stop_rules()
         if self.builder_timeout_s is not None and self.builder_timeout_s <= 0:
             raise ValueError("the builder timeout must be a positive number of seconds")
         if self.runner == "rpc":
             self._check_rpc()
+
+    def _check_stop_rules(self) -> None:
+        for name in ("minutes", "target_ms", "plateau_pct"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{OPTIONS_BY_FIELD[name].flag} must be 0 (off) or more")
+        margin = self.faster_than_onnxruntime_pct
+        if margin is not None and not 0 <= margin < 100:
+            raise ValueError("--faster-than-onnxruntime is a margin in percent: 0 (as fast) up to 99")
+        if self.plateau_minutes <= 0:
+            raise ValueError("--plateau-minutes must be more than 0")
 
     def _check_rpc(self) -> None:
         if not self.tracker.strip():

@@ -178,7 +178,7 @@ def honour_control(steering: ClusterSteering) -> bool:
     control = run.control
     started += run.wait_while_paused()  # waiting is not bookkeeping
     if control.stop_requested:
-        run.message(EventKind.INFO, "stopped by the user at a round boundary")
+        run.message(EventKind.INFO, f"{control.stop_reason}: stopped at a round boundary")
         return False
     for request in control.take_pending():
         try:

@@ -25,6 +25,7 @@ from bcd_core.tuning.milestones import Milestones
 from bcd_core.tuning.options import BCD
 from bcd_core.tuning.run import NEW_SESSION_ADVICE, TuningRun, estimated_latency
 from bcd_core.tuning.settings import TuneSettings
+from bcd_core.tuning.stopping import StoppingRules
 from bcd_core.tuning.strategies import run_strategy
 
 
@@ -97,11 +98,17 @@ def _run_opened_session(run: TuningRun, memory: MemoryRequest) -> TuningRun:
         return run
     attach_memory(run, memory)
     milestones = Milestones(run, run.emit)
-    run.batch_hooks.append(milestones.after_batch)
+    rules = StoppingRules(run, milestones)
+    run.batch_hooks += [milestones.after_batch, rules.after_batch]
     run.start()
     status = SessionStatus.FAILED
     try:
-        run_strategy(run)
+        holds = rules.before_start()
+        if holds:  # e.g. the time budget spent by earlier runs: nothing measured, said why
+            run.message(EventKind.INFO, f"not tuned: {holds}")
+            run.control.stop(holds)
+        else:
+            run_strategy(run)
         milestones.at_end()
         status = SessionStatus.STOPPED if run.control.stop_requested else SessionStatus.COMPLETED
     except KeyboardInterrupt:

@@ -139,3 +139,41 @@ def test_provenance_names_the_earlier_tune_even_when_a_siblings_program_won(qtbo
     assert "Also measured 2 programs of earlier tunes" in text and "earlier_net.onnx" in text
     panel.show_provenance(Provenance(task, "conv2d_rep", 7, 2e-5, "copy", 3e-5, 2e-5, 4, 1, "diffused"))
     assert "earlier" not in panel.text.text()
+
+
+def test_stopping_rules_are_set_beside_trials_per_task_and_read_off_when_off(qtbot) -> None:
+    from bcd_gui.panels import SettingsPanel
+
+    panel = SettingsPanel()
+    qtbot.addWidget(panel)
+    defaults = panel.settings()
+    assert (defaults.minutes, defaults.target_ms, defaults.faster_than_onnxruntime_pct, defaults.plateau_pct) == (
+        0,
+        0,
+        None,
+        0,
+    )
+    assert panel.minutes.text() == "off" and panel.faster_than_onnxruntime_pct.text() == "off"
+    panel.minutes.setValue(3)
+    panel.faster_than_onnxruntime_pct.setValue(0)  # as fast as onnxruntime: not off
+    chosen = panel.settings()
+    assert chosen.minutes == 3 and chosen.faster_than_onnxruntime_pct == 0
+    assert chosen.identity() == defaults.identity(), "the rules never start a session of their own"
+
+
+def test_a_session_stopped_by_a_rule_says_why(qtbot) -> None:
+    from bcd_gui.panels import OverviewPanel
+
+    panel = SessionsPanel()
+    qtbot.addWidget(panel)
+    row = {**session_row(1, "stopped"), "stop_reason": "time budget of 3 min spent"}
+    panel.show_sessions([row, session_row(2, "completed")])
+    assert status_and_resumable(panel, 1) == ("stopped", True)
+    assert panel.table.item(1, 3).toolTip() == "stopped: time budget of 3 min spent"  # newest first
+
+    from bcd_core.session_view import SessionSnapshot
+
+    overview = OverviewPanel()
+    qtbot.addWidget(overview)
+    overview.show_snapshot(SessionSnapshot(session=row, tasks=[], clusters=[], timeline=[], metrics=[]), {})
+    assert overview.values["session"].text() == "#1 bcd, stopped: time budget of 3 min spent"
