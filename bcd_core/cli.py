@@ -54,7 +54,7 @@ class ProgressBar:
         self.run_start = time.perf_counter()
         self.done_at_start = 0
         self.measured = ""  # the compiled model's latency at the last milestone
-        self.timed_s = 0.0  # spent timing the compiled model: counted by the time budget
+        self.timed_s = 0.0  # what the time budget adds to the session's clock (SessionStarted)
 
     def __call__(self, event: Any) -> None:
         from bcd_core.tuning.events import ModelMeasured, RoundFinished, SessionFinished, SessionMessage, SessionStarted
@@ -62,7 +62,7 @@ class ProgressBar:
         if isinstance(event, SessionStarted):
             self.run_start = time.perf_counter()
             self.done_at_start = event.trials_done
-            self.timed_s = event.timed_s
+            self.timed_s = event.budget_offset_s
         elif isinstance(event, SessionMessage):
             self._line(f"[{event.kind}] {event.message}")
         elif isinstance(event, RoundFinished):

@@ -159,14 +159,14 @@ def session_status_text(session: dict[str, Any]) -> str:
 
 
 def eta_by_clock(
-    trials_eta_s: float | None, elapsed_s: float, time_budget_s: float | None, timed_s: float = 0.0
+    trials_eta_s: float | None, elapsed_s: float, time_budget_s: float | None, offset_s: float = 0.0
 ) -> float | None:
     """Time left: what the trials left take at the pace so far, or what the time budget leaves
     if that is sooner (tuning/stopping.py stops the tune there). The budget counts the session's
-    clock and `timed_s`, the time spent timing the compiled model, which that clock leaves out."""
+    clock plus `offset_s` (tuning/run.py, `budget_offset_s`)."""
     if not time_budget_s:
         return trials_eta_s
-    left = max(time_budget_s - elapsed_s - timed_s, 0.0)
+    left = max(time_budget_s - elapsed_s - offset_s, 0.0)
     return left if trials_eta_s is None else min(trials_eta_s, left)
 
 

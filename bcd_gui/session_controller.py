@@ -17,6 +17,7 @@ from bcd_core.session_view import (
     latest_round_predictions,
     load_snapshot,
     provenance_of,
+    session_status_text,
     session_timeline,
     task_best_curve,
     untuned_of,
@@ -100,7 +101,7 @@ class SessionController(Controller):
             session = snapshot.session
             win.status_text.setText(
                 f"Session {session_id} of {session.get('model_name', 'the model')} ({session['strategy']}, "
-                f"{session['status']}): {snapshot.trials_done} trials"
+                f"{session_status_text(session)}): {snapshot.trials_done} trials"
             )
 
     def show_snapshot(self, snapshot: SessionSnapshot, staged: bool = False) -> None:

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QLabel, QProgressBar, QSizePolicy, QStatusBar
 from bcd_core.formatting import format_duration
 from bcd_core.session_view import SessionSnapshot, eta_by_clock
 from bcd_core.tuning.events import RoundFinished
+from bcd_core.tuning.run import budget_offset_s
 
 
 class ElidedLabel(QLabel):
@@ -76,8 +77,8 @@ class StatusLine:
             elapsed = event.elapsed_s
         eta = elapsed / done * (total - done) if done and tuning else None
         if tuning:  # the session's time budget, if it has one, may end it sooner
-            timed = sum(float(row.get("cost_s") or 0) for row in snapshot.measured)
-            eta = eta_by_clock(eta, elapsed, snapshot.session.get("time_budget_s"), timed)
+            offset = budget_offset_s(snapshot.session, snapshot.measured)
+            eta = eta_by_clock(eta, elapsed, snapshot.session.get("time_budget_s"), offset)
         self.elapsed_label.setText(
             f"elapsed {format_duration(elapsed)}" + (f"  ETA {format_duration(eta)}" if eta else "")
         )

@@ -160,6 +160,12 @@ class SessionsMixin(StoreBase):
         with self.transaction() as db:
             db["sessions"].update(session_id, {"time_budget_s": seconds})
 
+    def add_probe_time(self, session_id: int, seconds: float) -> None:
+        """Time a run of the session spent measuring the layout before it (tuning/layout_choice.py)."""
+        with self.transaction() as db:
+            before = db["sessions"].get(session_id).get("probe_s") or 0.0
+            db["sessions"].update(session_id, {"probe_s": before + seconds})
+
     def finish_session(
         self,
         session_id: int,

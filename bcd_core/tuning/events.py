@@ -14,9 +14,9 @@ class SessionStarted:
     trials_total: int
     trials_done: int
     elapsed_s: float
-    # Time earlier runs spent timing the compiled model: off the session's clock, but a time
-    # budget counts it (tuning/stopping.py).
-    timed_s: float = 0.0
+    # What a time budget adds to the session's clock (tuning/stopping.py): earlier runs' timings
+    # of the compiled model, less the layout probe.
+    budget_offset_s: float = 0.0
 
 
 @dataclass(frozen=True)

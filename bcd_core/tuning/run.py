@@ -288,6 +288,12 @@ def admitted(run: TuningRun, task_index: int, *batch: list) -> tuple[list, ...]:
     return tuple(part[:keep] for part in batch)
 
 
+def budget_offset_s(session: dict[str, Any], timings: Sequence[dict[str, Any]]) -> float:
+    """What a time budget adds to the session's clock (tuning/stopping.py): the compiled model's
+    timings, which the clock leaves out, less the layout probe, which it holds."""
+    return sum(float(row.get("cost_s") or 0) for row in timings) - float(session.get("probe_s") or 0)
+
+
 def stop_reason(status: str, control: TuningControl) -> str:
     """Why a run ended, in the words the session keeps."""
     if status == SessionStatus.STOPPED:
@@ -406,9 +412,10 @@ class TuningRun:
         self.emit(SessionMessage(self.session_id, kind, text, task_index))
 
     def start(self) -> None:
-        timed = sum(float(row["cost_s"] or 0) for row in self.store.model_latencies(self.session_id))
+        session = self.store.session(self.session_id)
+        offset = budget_offset_s(session, self.store.model_latencies(self.session_id))
         started = SessionStarted(
-            self.session_id, self.resumed, len(self.tasks), self.trials_total, self.trials_done, self.elapsed(), timed
+            self.session_id, self.resumed, len(self.tasks), self.trials_total, self.trials_done, self.elapsed(), offset
         )
         self.emit(started)
         verb = "resumed" if self.resumed else "started"

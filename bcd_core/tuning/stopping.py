@@ -4,11 +4,11 @@ each checked after every recorded batch. A rule stops the tune as the user's Sto
 (`TuningControl.stop`, with the rule's words): the batch in flight is saved, the session can be
 resumed, and it records why it ended.
 
-The clock is the session's own (earlier runs included, pauses not) plus the time spent timing
-the compiled model at milestones, which the session's clock leaves out so that curves compare
-tuning time, though the user waits for it too. The same command again resumes with what is
-left. Latency goals are met by the compiled model as timed, never by the estimate (the estimate
-leaves out layout transforms and the VM's calls: tuning/milestones.py).
+The clock is the session's own (earlier runs included; pauses and a first tune's layout probe
+not) plus the time spent timing the compiled model at milestones, which the session's clock
+leaves out so that curves compare tuning time, though the user waits for it too. The same
+command again resumes with what is left. Latency goals are met by the compiled model as timed,
+never by the estimate (the estimate leaves out layout transforms and the VM's calls: tuning/milestones.py).
 """
 
 from __future__ import annotations
@@ -77,6 +77,7 @@ class StoppingRules:
         self.run = run
         self.milestones = milestones
         self.budget_s = time_budget_s(run.settings)
+        self.probe_s = float(run.store.session(run.session_id).get("probe_s") or 0.0)  # not on the budget
         self.goal: LatencyGoal | None = None
         self.checked_estimate: float | None = None  # the estimate when the model was last timed for the goal
         self.batch_s = 0.0  # between the last two batches recorded: what the batch in flight may take
@@ -98,7 +99,10 @@ class StoppingRules:
         run.store.set_time_budget(run.session_id, self.budget_s)
         if self.budget_s is not None:
             left = max(self.budget_s - self.used_s(), 0)
-            run.message(EventKind.INFO, f"time budget: {format_minutes(self.budget_s)}, {format_minutes(left)} left")
+            probe = f" (the layout probe's {format_minutes(self.probe_s)} not counted)" if self.probe_s else ""
+            run.message(
+                EventKind.INFO, f"time budget: {format_minutes(self.budget_s)}, {format_minutes(left)} left{probe}"
+            )
         self.goal = self.latency_goal()
         if self.goal is not None:
             run.message(EventKind.INFO, f"stopping once the compiled model, timed, runs in {self.goal.name} or less")
@@ -127,7 +131,9 @@ class StoppingRules:
 
     # -- the clock ------------------------------------------------------------------------
     def used_s(self) -> float:
-        return self.run.elapsed() + self.milestones.spent_s
+        """The session's clock and its model timings, less the layout probe: measuring the
+        layout happens once per model and machine, and a short budget would be spent on it."""
+        return self.run.elapsed() + self.milestones.spent_s - self.probe_s
 
     def time_reason(self) -> str | None:
         """Stop early enough for the batch in flight and the timing that ends the tune, each as

@@ -59,9 +59,14 @@ def run_session(
             listener(SessionMessage(0, EventKind.INFO, text))
 
     control = control or TuningControl()
+    probe_s = [0.0]
 
     def probe_tune(probe_settings: TuneSettings) -> TuningRun:
-        return run_session(model_path, db_path, target, probe_settings, listeners, control=control)
+        probe_started = time.perf_counter()
+        try:
+            return run_session(model_path, db_path, target, probe_settings, listeners, control=control)
+        finally:
+            probe_s[0] += time.perf_counter() - probe_started
 
     try:
         probe = ProbeRun(settings, probe_tune, say)
@@ -75,6 +80,8 @@ def run_session(
     # came, and a listener's first event is the session's start.
     for text in said or [f"layout: {choice.describe()}"]:
         store.add_event(run.session_id, run.elapsed(), EventKind.INFO, text, None)
+    if probe_s[0]:  # on the session's clock, as every race counts it; not on its time budget
+        store.add_probe_time(run.session_id, probe_s[0])
     channel = ControlChannel(db_path, run.session_id, run.control, engine_token).start()
     run.listeners.append(channel.on_event)
     try:

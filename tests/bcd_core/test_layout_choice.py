@@ -3,6 +3,7 @@ model and target, kept by a resumed session; the compiled model is timed at mile
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import models
@@ -70,8 +71,11 @@ def test_a_tune_measures_its_layout_records_it_and_a_resumed_session_keeps_it(
     reused without measuring; a resumed session keeps its layout whatever was measured since."""
     db = tmp_path / "tune.db"
     settings = auto()
-    first = run_session(mobile_cnn, db, host_target(), settings)
+    budget = TuneSettings(minutes=0.1).minutes  # less than the probes take: they are not on it
+    first = run_session(mobile_cnn, db, host_target(), replace(settings, minutes=budget))
     store = RecordStore(db)
+    probe_s = store.session(first.session_id)["probe_s"]
+    assert probe_s > budget * 60 and first.trials_done > 0, "the probe did not spend the session's time budget"
     probes = [s for s in store.sessions() if json.loads(s["settings"]).get("layout_probe")]
     assert len(probes) == 2 and first.session_id not in {s["id"] for s in probes}
     timed = [[row["milestone"] for row in store.model_latencies(s["id"])] for s in probes]

@@ -41,7 +41,7 @@ def test_a_plateau_is_an_improvement_below_the_share_over_the_window() -> None:
 
 def test_the_clock_ends_the_eta_sooner_than_the_trials_do() -> None:
     assert eta_by_clock(100.0, 50.0, None) == 100.0
-    assert eta_by_clock(100.0, 50.0, 90.0, timed_s=10.0) == 30.0
+    assert eta_by_clock(100.0, 50.0, 90.0, offset_s=10.0) == 30.0
     assert eta_by_clock(10.0, 50.0, 90.0) == 10.0
     assert eta_by_clock(None, 95.0, 90.0) == 0.0
 
