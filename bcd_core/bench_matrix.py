@@ -82,6 +82,8 @@ class Comparison:
     baseline_seconds_per_trial: float | None
     measured_mean_ms: float | None
     baseline_measured_mean_ms: float | None
+    # (share of stock's mean tuning time, this strategy's mean-curve estimate then, stock's), s
+    equal_time: list[tuple[float, float | None, float | None]] = field(default_factory=list)
 
     @property
     def reached(self) -> int:
@@ -154,6 +156,26 @@ def mean_speedup(baseline: Sequence[Curve], other: Sequence[Curve]) -> float | N
     return speedup_at_equal_latency(mean_curve(baseline, grid), mean_curve(other, grid))[3]
 
 
+EQUAL_TIME_SHARES = (0.25, 0.5, 1.0)  # of stock's tuning time: "how good after N minutes?"
+
+
+def mean_estimate_at(runs: Sequence[Curve], when: float) -> float | None:
+    """The mean of the runs' best estimates at `when` (None unless every run had one)."""
+    return _mean([estimate_at(steps, when) for steps in runs]) if runs else None
+
+
+def equal_time_estimates(
+    baseline: list[RunResult], runs: list[RunResult]
+) -> list[tuple[float, float | None, float | None]]:
+    """Both sides' mean-curve estimates at shares of stock's mean tuning time."""
+    stock_s = statistics.fmean(b.elapsed_s for b in baseline)
+    ours, stock = [r.timeline for r in runs], [b.timeline for b in baseline]
+    return [
+        (share, mean_estimate_at(ours, share * stock_s), mean_estimate_at(stock, share * stock_s))
+        for share in EQUAL_TIME_SHARES
+    ]
+
+
 def _mean(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.fmean(present) if present and len(present) == len(values) else None
@@ -174,6 +196,7 @@ def compare(baseline: list[RunResult], runs: list[RunResult]) -> Comparison:
         baseline_seconds_per_trial=_mean([b.seconds_per_trial for b in baseline]),
         measured_mean_ms=_mean([r.measured_latency_ms for r in runs]),
         baseline_measured_mean_ms=_mean([b.measured_latency_ms for b in baseline]),
+        equal_time=equal_time_estimates(baseline, runs),
     )
 
 
@@ -359,6 +382,12 @@ def _measured(comparison: Comparison) -> str:
     return "n/a" if ours is None or stock is None else f"{ours:.3f} / {stock:.3f}"
 
 
+def equal_time_text(comparison: Comparison) -> str:
+    """`0.25: 3.10 / 4.02, ...`: the strategy's mean estimate (ms) and stock's at shares of stock's time."""
+    cells = [f"{share:g}: {format_ms(ours)} / {format_ms(stock)}" for share, ours, stock in comparison.equal_time]
+    return ", ".join(cells)
+
+
 def markdown_table(matrix: Matrix) -> str:
     """The matrix as a Markdown table, one row per model and strategy against stock."""
     lines = [
@@ -367,8 +396,8 @@ def markdown_table(matrix: Matrix) -> str:
         "",
         "| model | strategy | mean-curve speedup (time) | (trials) | cross pairs reached | final mean est. ms "
         "(stock) | final / stock | first full est. s (stock) | s per trial / stock | measured ms (stock) | "
-        "onnxruntime ms |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "onnxruntime ms | est. ms at shares of stock's time (stock) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for model in matrix.models:
         for c in model.comparisons():
@@ -377,6 +406,6 @@ def markdown_table(matrix: Matrix) -> str:
                 f"{_speed(c.mean_trial_speedup)} | {_pairs(c)} | "
                 f"{format_ms(c.final_mean_s)} ({format_ms(c.baseline_final_mean_s)})"
                 f" | {_ratio(c.final_ratio)} | {_first(c)} | {_ratio(c.trial_cost_ratio)} | {_measured(c)} | "
-                f"{'n/a' if model.onnxruntime_ms is None else f'{model.onnxruntime_ms:.3f}'} |"
+                f"{'n/a' if model.onnxruntime_ms is None else f'{model.onnxruntime_ms:.3f}'} | {equal_time_text(c)} |"
             )
     return "\n".join(lines)

@@ -269,6 +269,25 @@ def head(results: list[Result]) -> list[str]:
     ]
 
 
+def equal_time_cell(c: Comparison) -> str:
+    """Both mean curves read at shares of stock's mean tuning time (bench_matrix.equal_time_estimates)."""
+    return "; ".join(f"{ms(ours)} ({ms(stock)})" for _, ours, stock in c.equal_time)
+
+
+def half_time_line(results: list[Result]) -> str:
+    """How far below stock's BCD's mean estimate is at half of stock's time, where both have one."""
+    below = {}
+    for r in results:
+        _, ours, stock = next(point for point in r.bcd.equal_time if point[0] == 0.5)
+        if ours is not None and stock is not None:
+            below[r.model.short] = 1 - ours / stock
+    missing = [r.model.short for r in results if r.model.short not in below]
+    spread = ", ".join(f"{name} {share:.0%}" for name, share in below.items())
+    return f"- At half of stock's time BCD's mean estimate is below stock's by {spread}" + (
+        f" ({words(missing)}: not every run had a full estimate yet)." if missing else "."
+    )
+
+
 def speed_section(results: list[Result]) -> list[str]:
     rows = []
     for r in results:
@@ -284,6 +303,7 @@ def speed_section(results: list[Result]) -> list[str]:
                 f"{ms(c.final_mean_s)} ({ms(c.baseline_final_mean_s)})",
                 f"{c.final_ratio:.2f}",
                 f"{c.first_estimate_mean_s:.0f} ({c.baseline_first_estimate_mean_s:.0f})",
+                equal_time_cell(c),
                 f"{c.trial_cost_ratio:.2f}",
             ]
         )
@@ -297,6 +317,7 @@ def speed_section(results: list[Result]) -> list[str]:
         "final estimate ms, BCD (stock)",
         "BCD / stock",
         "first full estimate s, BCD (stock)",
+        "estimate ms at ¼, ½ and all of stock's time, BCD (stock)",
         "time per trial, BCD / stock",
     ]
     speedups = [r.bcd.mean_speedup for r in results if r.bcd.mean_speedup]
@@ -324,6 +345,7 @@ def speed_section(results: list[Result]) -> list[str]:
         f" {seconds(stock_s[:-1])}",
         "  for the same trials (most likely a slow-host episode, below): that stretches stock's mean curve",
         f"  and flatters the {x(bert.bcd.mean_speedup)}.",
+        half_time_line(results),
         "- The unseen CNN (`python experiments/make_unseen_cnn.py`) is a model none of bcd was developed on.",
         "",
     ]
@@ -426,6 +448,10 @@ def columns_section() -> list[str]:
         "  included), and in measured trials beside it.",
         "- **Cross pairs**: the same for each stock run against each BCD run (9 pairs): how many reached,",
         "  and the range of those that did.",
+        "- **Estimate at ¼, ½ and all of stock's time**: both mean curves read at those shares of stock's",
+        "  mean tuning time: how good each side's model is after that long (n/a: not every run had its",
+        "  first full estimate yet). At all of it, stock's figure is above its final where some stock runs",
+        "  took longer than the mean.",
         "- **Time per trial**: wall time per measured trial, BCD's over stock's.",
         "",
     ]

@@ -54,6 +54,16 @@ def test_speedups_come_from_the_mean_curves_and_from_every_cross_pair() -> None:
     assert "| m | bcd | 2.0" in table and "2/4, median" in table and "bcd bench m.onnx --seeds 2" in table
 
 
+def test_both_sides_are_read_off_their_mean_curves_at_shares_of_stocks_time() -> None:
+    stock = [run("metaschedule", 0, [(10.0, 5.0), (40.0, 3.0)]), run("metaschedule", 1, [(10.0, 5.0), (40.0, 3.0)])]
+    fast = [run("bcd", 0, [(10.0, 4.0), (20.0, 2.0)]), run("bcd", 1, [(10.0, 4.0), (30.0, 3.5)])]
+    late = [run("bcd", 0, [(15.0, 4.0), (20.0, 2.0)]), run("bcd", 1, [(5.0, 4.0)])]
+    assert compare(stock, fast).equal_time == [(0.25, 4.0, 5.0), (0.5, 3.0, 5.0), (1.0, 2.75, 3.0)]
+    assert compare(stock, late).equal_time[0] == (0.25, None, 5.0), "one run had no estimate at 10 s yet"
+    matrix = Matrix("llvm", 8, 4, 2, 2, "bcd bench m.onnx --seeds 2", [ModelMatrix("m.onnx", stock + fast, 1.0)])
+    assert "0.25: 4000.000 / 5000.000, 0.5: 3000.000 / 5000.000, 1: 2750.000 / 3000.000 |" in markdown_table(matrix)
+
+
 def test_a_cross_pair_median_that_most_pairs_never_reach_reads_never() -> None:
     stock = [run("metaschedule", 0, [(10.0, 5.0), (40.0, 3.0)]), run("metaschedule", 1, [(10.0, 5.0), (40.0, 2.0)])]
     fast = [run("bcd", 0, [(10.0, 4.0), (20.0, 2.5)]), run("bcd", 1, [(10.0, 4.0)])]
