@@ -105,7 +105,7 @@ def cluster_tasks(
     overrides = representative_overrides or {}
     groups: dict[str, list[TaskLike]] = {}
     for task in tasks:
-        key = moved.get(task.index, cluster_key(task, mode))
+        key = moved[task.index] if task.index in moved else cluster_key(task, mode)
         groups.setdefault(key, []).append(task)
 
     def pick_representative(key: str, members: list[TaskLike]) -> int:

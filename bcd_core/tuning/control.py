@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 USER_STOP = "stopped by the user"
+SINGLETON_PREFIX = "single:"  # the cluster key of a task moved out on its own
 
 
 class RequestKind(StrEnum):

@@ -12,10 +12,8 @@ import time
 
 from bcd_core.clustering import Cluster, cluster_key, cluster_of, cluster_tasks
 from bcd_core.records.states import EventKind, TaskStatus
-from bcd_core.tuning.control import ControlRequest, RequestKind
+from bcd_core.tuning.control import SINGLETON_PREFIX, ControlRequest, RequestKind
 from bcd_core.tuning.run import TuningRun
-
-SINGLETON_PREFIX = "single:"
 
 
 class ClusterSteering:

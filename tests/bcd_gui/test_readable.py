@@ -130,3 +130,5 @@ def test_steering_before_tune_shows_in_the_tree_at_once(qtbot, window, tiny_conv
     assert window.tree_model.index_of(("task", task), COLUMNS.index("Trials")).data() == "0/9"
     window.skip_selected()
     assert window.snapshot.task(task).status == "skipped"
+    window.request_move(task, None)  # out of its cluster, before Tune: a cluster of its own at once
+    assert window.snapshot.task(task).cluster_key == f"single:{task}" and window.snapshot.task(task).cap == 9
