@@ -40,6 +40,12 @@ class Docks:
         window.resizeDocks([self.sessions_dock], [170], Qt.Orientation.Vertical)
         window.resizeDocks([self.model_dock, self.settings_dock], [320, 320], Qt.Orientation.Horizontal)
 
+    def fit_left(self, window: QMainWindow) -> None:
+        """A first run's left docks: a fifth of the window, at least LEFT_MIN_WIDTH, so the
+        settings' fields show whole on a wide screen and the tree keeps its room on a narrow one."""
+        width = max(LEFT_MIN_WIDTH, window.width() // 5)
+        window.resizeDocks([self.model_dock, self.settings_dock], [width, width], Qt.Orientation.Horizontal)
+
     def all(self) -> tuple[QDockWidget, ...]:
         """Every dock, in the order the View menu lists them."""
         return (self.model_dock, self.settings_dock, self.provenance_dock, self.sessions_dock, self.log_dock)

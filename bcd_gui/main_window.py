@@ -93,7 +93,8 @@ class MainWindow(QMainWindow):
         self._build_ui()
         self._connect()
         self.setMinimumSize(MIN_WIDTH, MIN_HEIGHT)  # the layout holds from here up (tests/bcd_gui/test_layout.py)
-        self.preferences.restore_layout(self)
+        if not self.preferences.restore_layout(self):
+            QTimer.singleShot(0, lambda: self.docks.fit_left(self))  # once shown, at its size
         remembered = self.preferences.trials_per_task()
         if remembered:
             self.settings_panel.trials_per_task.setValue(remembered)

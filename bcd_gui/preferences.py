@@ -50,7 +50,8 @@ class Preferences:
     def set_trials_per_task(self, trials: int) -> None:
         self.qsettings.setValue("trialsPerTask", int(trials))
 
-    def restore_layout(self, window: QMainWindow) -> None:
+    def restore_layout(self, window: QMainWindow) -> bool:
+        """The saved size and docks; False on the first run, which gets the defaults."""
         geometry = self.qsettings.value("geometry")
         state = self.qsettings.value("windowState")
         if isinstance(geometry, QByteArray):
@@ -63,6 +64,7 @@ class Preferences:
             window.resize(width, height)
         if isinstance(state, QByteArray):
             window.restoreState(state)
+        return isinstance(geometry, QByteArray)
 
     def save_layout(self, window: QMainWindow) -> None:
         self.qsettings.setValue("geometry", window.saveGeometry())

@@ -152,6 +152,8 @@ class SessionController(Controller):
         tuning = win.worker is not None
         requests = (win.worker.control if tuning else win.pending_control).pending()
         win.tree_model.set_pending(requests)
+        if requests:
+            win.workspace.refit_status_column()
         descriptions = [describe_pending(request, win.snapshot) for request in requests]
         win.status_line.show_pending(descriptions, "at the next round" if tuning else "when tuning starts")
 

@@ -154,6 +154,15 @@ class Workspace:
                 self.tree.setColumnWidth(column, max(self.tree.columnWidth(column), needed))
         self._fit_task_column()
 
+    def refit_status_column(self) -> None:
+        """Widen the Status column to what it shows now: a pending request's status is italic,
+        and may be wider than any status fitted for."""
+        status = COLUMNS.index("Status")
+        before = self.tree.columnWidth(status)
+        self.tree.resizeColumnToContents(status)
+        self.tree.setColumnWidth(status, max(before, self.tree.columnWidth(status)))
+        self._fit_task_column()
+
     def _fit_task_column(self) -> None:
         em = self.tree.fontMetrics().horizontalAdvance("M")
         others = sum(self.tree.columnWidth(c) for c in range(1, COLUMNS.index("Origin") + 1))

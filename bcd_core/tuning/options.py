@@ -167,7 +167,7 @@ OPTIONS: tuple[Option, ...] = (
         "stop once the compiled model, timed, is this many percent faster than onnxruntime on this machine "
         "(0: as fast)",
         "--faster-than-onnxruntime",
-        "Beat onnxruntime by (%)",
+        "Beat onnxruntime (%)",
         type=float,
         metavar="PERCENT",
     ),
@@ -176,7 +176,7 @@ OPTIONS: tuple[Option, ...] = (
         Level.USER,
         "stop once the estimate improved less than this many percent over the last 5 minutes (0: off)",
         "--plateau",
-        "Stop on plateau (%)",
+        "Plateau stop (%)",
         type=float,
         metavar="PERCENT",
     ),

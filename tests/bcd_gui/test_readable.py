@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QApplication
 from synthetic_store import generate_store
 from window_helpers import open_and_wait
 
+from bcd_core.tuning.control import TuningControl
 from bcd_gui.cluster_model import COLUMNS
 
 MARGIN = 6  # a cell's own padding, in pixels
@@ -62,6 +64,15 @@ def test_names_and_statuses_read_whole_and_the_columns_that_matter_show(qtbot, w
         assert whole or tip.startswith(full), (shown, tip[:60])
         text = index.siblingAtColumn(status).data()
         assert metrics.horizontalAdvance(text) + MARGIN <= tree.columnWidth(status), text
+    control = TuningControl()  # requests waiting for the next round: their statuses are italic
+    for index in range(4):
+        control.skip_task(index) if index % 2 else control.move_task(index, None)
+    window.pending_control = control
+    window.show_pending()
+    for index in _rows(model):
+        cell = index.siblingAtColumn(status)
+        font = cell.data(Qt.ItemDataRole.FontRole) or tree.font()
+        assert QFontMetrics(font).horizontalAdvance(cell.data()) + MARGIN <= tree.columnWidth(status), cell.data()
     viewport = tree.viewport().width()
     header = tree.header()
     for name in ("Speedup", "Status", "Origin"):
