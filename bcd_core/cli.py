@@ -63,6 +63,7 @@ class ProgressBar:
             self.run_start = time.perf_counter()
             self.done_at_start = event.trials_done
             self.timed_s = event.budget_offset_s
+            self.measured = ""  # a layout probe's timing is not this session's
         elif isinstance(event, SessionMessage):
             self._line(f"[{event.kind}] {event.message}")
         elif isinstance(event, RoundFinished):
