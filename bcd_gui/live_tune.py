@@ -22,6 +22,7 @@ from bcd_core.records.states import SessionStatus
 from bcd_core.records.store import RecordStore
 from bcd_core.session_view import SessionSnapshot, load_snapshot
 from bcd_core.tuning.channel import RemoteControl
+from bcd_core.tuning.control import ControlRequest, RequestKind
 from bcd_core.tuning.engine_process import EngineLaunch, EngineProcess
 from bcd_core.tuning.events import RoundFinished, SessionFinished, SessionMessage, SessionPaused, SessionStarted
 
@@ -161,6 +162,12 @@ class LiveTune(QObject):
     @property
     def attached(self) -> bool:
         return self.engine is None
+
+    def launch_requests(self) -> list[ControlRequest]:
+        """The requests made before Tune, which the engine took with its launch (not through the
+        store): it applies them at its first round boundary."""
+        requests = self.engine.launch.requests if self.engine is not None else []
+        return [ControlRequest(RequestKind(r["kind"]), r["args"]) for r in requests]
 
     def start(self) -> None:
         self.watcher.start()

@@ -151,6 +151,8 @@ class SessionController(Controller):
         win = self.win
         tuning = win.worker is not None
         requests = (win.worker.control if tuning else win.pending_control).pending()
+        if tuning and (win.snapshot is None or win.snapshot.trials_done == 0):
+            requests = win.worker.launch_requests() + requests  # made before Tune, not applied before a round
         win.tree_model.set_pending(requests)
         if requests:
             win.workspace.refit_status_column()

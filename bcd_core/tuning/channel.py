@@ -113,9 +113,11 @@ class RemoteControl(SteeringRequests):
         self.session_id = session_id
         with closing(RecordStore(self.db_path, create=False)) as store:
             state = store.engine_state(session_id)
-            self._paused = bool(state and state["paused"])
+            paused = bool(state and state["paused"])
             for kind, args in self._waiting:
                 store.add_control_request(session_id, kind, args)
+                paused = {PAUSE: True, RESUME: False}.get(kind, paused)  # the user's latest word stands
+            self._paused = paused
         self._waiting = []
 
     def _send(self, kind: str, args: dict[str, Any] | None = None) -> None:

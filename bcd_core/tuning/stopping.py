@@ -87,7 +87,7 @@ class StoppingRules:
 
     @property
     def off(self) -> bool:
-        """A layout probe is a measurement of its own, run whole, and its time counts on the tune's clock."""
+        """A layout probe is a measurement of its own, run whole; the tune's budget leaves its time out."""
         return self.run.settings.layout_probe
 
     def before_start(self) -> str | None:
@@ -122,7 +122,7 @@ class StoppingRules:
         window_s = settings.plateau_minutes * 60
         reason = (
             self.time_reason()
-            or plateau_reason(self.history, run.elapsed(), settings.plateau_pct, window_s)
+            or plateau_reason(self.history, now, settings.plateau_pct, window_s)
             or self.goal_reason(estimate)
         )
         if reason:

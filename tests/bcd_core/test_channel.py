@@ -121,3 +121,17 @@ def test_an_unknown_request_in_the_store_is_ignored(tmp_path: Path) -> None:
             assert store.control_requests(session_id, unapplied_only=True) == []
     finally:
         channel.close()
+
+
+def test_a_pause_asked_before_the_engine_opened_its_session_still_reads_paused(tmp_path: Path) -> None:
+    db = tmp_path / "early.db"
+    session_id = _store_with_session(db)
+    remote = RemoteControl(db)
+    remote.pause()  # the user pressed Space while the model was still importing
+    remote.bind(session_id)  # the engine's state does not say paused yet
+    assert remote.paused, "the next Space resumes instead of pausing again"
+    early = RemoteControl(db)
+    early.pause()
+    early.resume()
+    early.bind(session_id)
+    assert not early.paused
