@@ -3,7 +3,7 @@
 # `bcd bench`, inside a deadline. The figures in docs/benchmarks.md, "On an NVIDIA GPU" (TVM,
 # xgboost and sqlite-utils carried there as wheels, the model copied beside them).
 # Usage: experiments/run_cuda_check.sh TARGET MODEL TPT DEADLINE_S [PYTHON]   (log, JSON, plot
-# and stores go to $OUT)
+# and stores go to $OUT). With time left, a `bcd tune --minutes 1` checks the clock budget there.
 T=$1; MODEL=$2; TPT=$3; DEADLINE=$4; PY=${5:-python3}
 L=$OUT/log.txt
 left() { local s=$(( DEADLINE - SECONDS )); echo $(( s > 1 ? s : 1 )); }
@@ -22,4 +22,10 @@ echo "rc=$?" >> "$L"
 save() { $PY -c "import sqlite3,sys; a=sqlite3.connect(sys.argv[1]); b=sqlite3.connect(sys.argv[2]); a.backup(b)" "$1" "$2"; }
 cp /tmp/bench/*.json /tmp/bench/*.png "$OUT"/ 2>/dev/null
 for f in $(find /tmp/bench -name '*.db'); do save "$f" "$OUT/$(basename "$f")"; done
+if [ "$(left)" -gt 100 ]; then
+  step tune by the clock
+  timeout "$(left)" $PY -m bcd_core tune "$MODEL" --target "$T" --minutes 1 --db /tmp/minutes.db >> "$L" 2>&1
+  echo "rc=$?" >> "$L"
+  $PY -m bcd_core db sessions --db /tmp/minutes.db >> "$L" 2>&1
+fi
 step done; ls -R /tmp/bench >> "$L"
