@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import models  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-SAMPLE_MODEL = REPO / "resources" / "models" / "mlp_mnist.onnx"
+SAMPLE_MODEL = models.SAMPLE_MODEL
 # Fixtures that run a real tune (or start RPC servers) once for their module: a test that uses
 # one is slow however quick its own body is, so `pytest -m "not slow"` leaves it out.
 TUNING_FIXTURES = {"steered", "seeded", "cluster"}

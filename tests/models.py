@@ -9,6 +9,9 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 17
+# The sample the README's first command tunes (tests import it from here, not from a conftest:
+# pytest may have another directory's conftest loaded under that name).
+SAMPLE_MODEL = Path(__file__).resolve().parent.parent / "resources" / "models" / "mlp_mnist.onnx"
 
 
 def _save(graph: onnx.GraphProto, path: Path) -> Path:

@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from bcd_core.records.retimings import RetimingsMixin
 from bcd_core.records.states import CARRIED_ORIGINS, REMEMBERED_ORIGINS
-from bcd_core.records.store_base import StoreBase
 
 
 def _marks(values: Sequence[Any]) -> str:
     return ", ".join("?" * len(values))
 
 
-class TrialViewsMixin(StoreBase):
+class TrialViewsMixin(RetimingsMixin):
     """Read-only summaries of one session's trials for session_view.py."""
 
     def _rows(self, sql: str, params: Sequence[Any]) -> list[tuple]:
@@ -32,13 +32,20 @@ class TrialViewsMixin(StoreBase):
 
     def best_trials(self, session_id: int) -> dict[int, tuple[float, str | None]]:
         """Task row id -> (best latency, origin of the trial that reached it; ties: the earliest).
-        min() per task, then one index lookup for its origin: ranking every trial with a window
+        A re-timed trial counts at its re-timed latency (records/retimings.py), so a task's best
+        is the latency of the program the compiler applies, as the session's estimate sums it.
+        min() per task, then one lookup for its origin: ranking every trial with a window
         function would sort all of them."""
+        if self.has_retimings_table():
+            latency = "coalesce(r.latency_s, t.latency_s)"
+            trials = "trials t left join retimings r on r.trial_id = t.id"
+        else:  # a store from before re-timing, opened read-only
+            latency, trials = "t.latency_s", "trials t"
         sql = (
-            "select b.task_id, b.latency_s, (select t.origin from trials t where t.session_id = ?"
-            " and t.task_id = b.task_id and t.latency_s = b.latency_s order by t.id limit 1)"
-            " from (select task_id, min(latency_s) as latency_s from trials"
-            " where session_id = ? and latency_s is not null group by task_id) b"
+            f"select b.task_id, b.latency_s, (select t.origin from {trials} where t.session_id = ?"
+            f" and t.task_id = b.task_id and {latency} = b.latency_s order by t.id limit 1)"
+            f" from (select t.task_id, min({latency}) as latency_s from {trials}"
+            " where t.session_id = ? and t.latency_s is not null group by t.task_id) b"
         )
         return {task_id: (latency, origin) for task_id, latency, origin in self._rows(sql, [session_id, session_id])}
 

@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_MODEL
+from models import SAMPLE_MODEL
 
 from bcd_core.tuning.settings import CLUSTER_MODES
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from bcd_core.records.store import RecordStore
+from bcd_core.session_view import load_snapshot
 from bcd_core.target import host_target
 from bcd_core.tuning import retime
 from bcd_core.tuning.retime import retime_leaders
@@ -33,6 +34,12 @@ def test_the_final_estimate_sums_the_retimed_leaders(tmp_path: Path, tiny_convne
     assert final["estimated_latency_s"] == pytest.approx(expected)
     assert store.session(run.session_id)["estimated_latency_s"] == pytest.approx(expected)
     assert final["search_estimate_s"] == pytest.approx(estimated_latency(run.tasks, run.best))
+    # what the dashboard, the report and `bcd inspect` show per task is the applied program's latency
+    snapshot = load_snapshot(store, run.session_id)
+    assert {t.index: t.best_s for t in snapshot.tasks} == pytest.approx(
+        {index: retimed[row["id"]] for index, row in leading.items()}
+    )
+    assert snapshot.estimated_latency_s == pytest.approx(expected)
 
 
 def test_a_leader_that_retimes_slow_gives_way_and_the_next_is_timed(

@@ -8,7 +8,7 @@ from pathlib import Path
 import models
 import numpy as np
 import pytest
-from conftest import SAMPLE_MODEL
+from models import SAMPLE_MODEL
 
 from bcd_core.errors import MissingRecordError
 from bcd_core.export import check_library, compile_tuned, export_library, run_onnxruntime
