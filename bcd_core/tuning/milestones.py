@@ -80,6 +80,8 @@ class Milestones:
         new_trials = self.run.trials_done != self.last_trials
         if timing_on() and new_trials and estimated_latency(self.run.tasks, self.run.best) is not None:
             self.measure(FINAL)
+        elif not new_trials and self.latest is not None:  # the last milestone timed these trials
+            self.run.final_estimate = self.latest["estimated_latency_s"]
 
     def measure(self, milestone: str) -> None:
         run, started = self.run, time.perf_counter()
@@ -133,9 +135,14 @@ class Milestones:
         estimate = retimed.estimate(run.tasks)
         if estimate is not None and search is not None:
             failed = f", {retimed.failed} did not run again" if retimed.failed else ""
+            what = (
+                f"best programs timed again ({retimed.programs} programs{failed}, {retimed.seconds:.0f} s)"
+                if retimed.programs
+                else "best programs all timed again at an earlier milestone"
+            )
             run.message(
                 EventKind.INFO,
-                f"best programs timed again ({retimed.programs} programs{failed}, {retimed.seconds:.0f} s): "
-                f"estimate {format_latency(estimate)}, {estimate / search:.2f}x the search's {format_latency(search)}",
+                f"{what}: estimate {format_latency(estimate)}, {estimate / search:.2f}x the search's "
+                f"{format_latency(search)}",
             )
         return estimate

@@ -44,18 +44,22 @@ class Retimed:
 
 def retime_leaders(run: Any) -> Retimed:
     """Time each task's leading record again (the one `compile_tuned` would apply), until every
-    task's leader was timed in this pass or ROUNDS are done; store the timings."""
+    task's leader has a re-timing or ROUNDS are done; store the timings. A leader re-timed at an
+    earlier milestone is not timed again: a second median of the same program corrects no
+    selection, and a later milestone then costs only the tasks whose leader changed."""
     started = time.perf_counter()
-    timed: set[int] = set()
+    current = [row["id"] for row in _leading_rows(run).values()]
+    timed: set[int] = set(run.store.retimed_latencies(current))
     programs = failed = 0
-    builder = make_builder(run.settings, run.target)
-    runner = make_runner(replace(run.settings, runner_repeat=REPEATS), run.target)
+    builder = make_builder(run.settings, run.target)  # its workers start at the first build
+    runner = None  # a local runner starts a worker as it is made: only when a program is pending
     with closing(builder):
         for _ in range(ROUNDS):
             leaders = _leading_rows(run)
             pending = [row for row in leaders.values() if row["id"] not in timed]
             if not pending:
                 break
+            runner = runner or make_runner(replace(run.settings, runner_repeat=REPEATS), run.target)
             timings = _time_again(run, builder, runner, pending)
             run.store.record_retimings(run.session_id, timings)
             timed.update(row["id"] for row in pending)

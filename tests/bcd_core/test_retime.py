@@ -63,3 +63,44 @@ def test_a_leader_that_retimes_slow_gives_way_and_the_next_is_timed(
     assert set(RecordStore(tmp_path / "slow.db").retimed_latencies(list(calls[1]))) == calls[1]
     assert result.leaders == {index: row["latency_s"] for index, row in final_leaders.items()}
     assert result.programs == len(calls[0]) + len(calls[1]) and result.failed == 0
+
+
+def test_a_later_milestone_times_only_leaders_not_timed_before(tmp_path: Path, tiny_convnet: Path, monkeypatch) -> None:
+    """A milestone's cost is the tasks whose leader changed since the last one: a pass over
+    unchanged leaders builds and times nothing, and a new leader is the only program timed."""
+    run = run_session(tiny_convnet, tmp_path / "again.db", host_target(), TuneSettings(trials_per_task=4))
+    first = retime_leaders(run)  # an earlier milestone (the tests' tunes time none of their own)
+    assert first.programs >= len(run.tasks)
+    timed_before = {row["id"] for row in leaders(run).values()}
+    again = retime_leaders(run)
+    assert again.programs == 0 and again.leaders == {i: row["latency_s"] for i, row in leaders(run).items()}
+
+    task = run.tasks[0]
+    slowest = run.database.top_rows(run.workload_ids[task.index], 100)[-1]
+    RecordStore(tmp_path / "again.db").db.execute(  # a program the search timed as fastest of all
+        "update trials set latency_s = ? where id = ?", [1e-9, slowest["id"]]
+    ).connection.commit()
+    sent: list[set[int]] = []
+    real_time_again = retime._time_again
+    monkeypatch.setattr(
+        retime,
+        "_time_again",
+        lambda r, b, rn, rows: sent.append({x["id"] for x in rows}) or real_time_again(r, b, rn, rows),
+    )
+    result = retime_leaders(run)
+    assert sent[0] == {slowest["id"]} and slowest["id"] not in timed_before
+    assert result.programs >= 1
+
+
+def test_a_first_estimate_at_the_last_batch_is_the_sessions_final(
+    tmp_path: Path, tiny_convnet: Path, time_model
+) -> None:
+    """When the first full estimate comes with the last batch, no final milestone follows (it
+    would time the same trials): the session still ends with the re-timed estimate."""
+    db = tmp_path / "late.db"
+    run = run_session(tiny_convnet, db, host_target(), TuneSettings(trials_per_task=2, trials_per_round=2))
+    store = RecordStore(db)
+    timed = store.model_latencies(run.session_id)
+    assert [row["milestone"] for row in timed] == ["first estimate"]
+    assert timed[0]["trials_done"] == run.trials_done
+    assert store.session(run.session_id)["estimated_latency_s"] == pytest.approx(timed[0]["estimated_latency_s"])
