@@ -27,8 +27,7 @@ from tvm.target import Target
 
 from bcd_core.errors import MissingRecordError
 from bcd_core.export import (
-    compile_tuned,
-    export_library,
+    compile_library,
     library_runner,
     onnxruntime_runner,
     run_onnxruntime,
@@ -213,9 +212,7 @@ def _tune_strategy(
     progress(f"compiling the {strategy} model")
     library = None
     try:
-        library = export_library(
-            compile_tuned(run.database, imported.relax_mod, target), out_dir / f"{Path(model).stem}-{strategy}.so"
-        )
+        library, _ = compile_library(run.database, imported, target, out_dir / f"{Path(model).stem}-{strategy}.so")
     except MissingRecordError as err:  # a budget too small to measure every task
         progress(f"{strategy}: no compiled model: {err}")
     result = stored_result(strategy, run.store, session)

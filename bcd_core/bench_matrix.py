@@ -35,7 +35,7 @@ from bcd_core.bench import (
     speedup_at_equal_latency,
 )
 from bcd_core.errors import MissingRecordError
-from bcd_core.export import compile_tuned, export_library
+from bcd_core.export import compile_library
 from bcd_core.formatting import format_ms
 from bcd_core.memory.recall import MemoryRequest
 from bcd_core.model_import import load_onnx, random_inputs, static_inputs
@@ -271,8 +271,8 @@ def _bench_model(
             )
             inputs = run.prepared.imported.inputs
             try:
-                compiled = compile_tuned(run.database, run.prepared.imported.relax_mod, target)
-                libraries[name] = export_library(compiled, folder / f"{model.stem}-{name}.so")
+                imported = run.prepared.imported
+                libraries[name], _ = compile_library(run.database, imported, target, folder / f"{model.stem}-{name}.so")
             except MissingRecordError as err:
                 progress(f"{name}: no compiled model: {err}")
             result.runs.append(_run_result(run, strategy, seed))

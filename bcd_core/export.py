@@ -15,6 +15,7 @@ from tvm import relax
 from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
 
+from bcd_core.compiled_cache import AppliedRecords, applied_records, library_key, reuse_or_compile
 from bcd_core.errors import BcdError, MissingRecordError
 from bcd_core.model_import import InputSpec, MathMode, file_sha256, import_model, random_inputs
 from bcd_core.records.database import SqliteDatabase
@@ -22,7 +23,6 @@ from bcd_core.records.states import TaskStatus
 from bcd_core.records.store import RecordStore
 from bcd_core.records.timing import session_layout, session_timing
 from bcd_core.target import host_core_count, is_gpu, target_key
-from bcd_core.tasks import extract_tasks
 from bcd_core.timing import RUNS, Timing, time_in_turns, time_runs
 from bcd_core.tvm_speedups import load_tensor_intrinsics, shared_constant_builds
 
@@ -31,11 +31,7 @@ Progress = Callable[[str], None]
 
 def missing_records(database: SqliteDatabase, raw_mod: tvm.IRModule, target: Target) -> list[str]:
     """Tasks `compile_relax` would find no record for (it would silently leave them untuned)."""
-    missing = []
-    for task in extract_tasks(raw_mod, target):
-        if database.query_tuning_record(task.mod, target, task.name) is None:
-            missing.append(task.name)
-    return missing
+    return applied_records(database, raw_mod, target).missing
 
 
 def compile_tuned(
@@ -79,6 +75,31 @@ def export_library(executable: relax.VMExecutable, out_path: str | Path) -> Path
     out_path.parent.mkdir(parents=True, exist_ok=True)
     executable.export_library(str(out_path))
     return out_path
+
+
+def compile_library(
+    database: SqliteDatabase,
+    imported: Any,
+    target: Target,
+    out: str | Path,
+    untuned_ok: Collection[str] = (),
+    applied: AppliedRecords | None = None,
+) -> tuple[Path, bool]:
+    """The library of `imported` (an ImportedModel) with the database's best records, written to
+    `out`: the one compiled earlier from the same model, records and code if it is kept
+    (compiled_cache.py), else compiled now. Returns its path and whether it was reused.
+    `applied`: `applied_records` of the same module, when the caller has it (it extracts tasks)."""
+    applied = applied or applied_records(database, imported.relax_mod, target)
+    key = library_key(imported.sha256, imported.relax_mod, target, applied, untuned_ok)
+
+    def compile_to(path: Path) -> Path:
+        executable = compile_tuned(database, imported.relax_mod, target, untuned_ok=untuned_ok, missing=applied.missing)
+        return export_library(executable, path)
+
+    lacking = [name for name in applied.missing if name not in untuned_ok or is_gpu(target)]
+    if lacking:
+        raise MissingRecordError(lacking)
+    return reuse_or_compile(key, library_path(out), compile_to)
 
 
 def _to_numpy(value: Any) -> list[np.ndarray]:
@@ -331,11 +352,11 @@ def export_tuned_session(
     database = SqliteDatabase(store, target_key(target), timing=session_timing(session))
     progress(1, EXPORT_STEPS, "compiling the tuned model")
     skipped = [row["name"] for row in store.tasks(session_id) if row["status"] == TaskStatus.SKIPPED]
-    missing = missing_records(database, imported.relax_mod, target)
-    untuned = [name for name in missing if name in skipped]
-    executable = compile_tuned(database, imported.relax_mod, target, untuned_ok=skipped, missing=missing)
-    progress(2, EXPORT_STEPS, f"writing {library_path(out).name}")
-    path = export_library(executable, out)
+    applied = applied_records(database, imported.relax_mod, target)
+    untuned = [name for name in applied.missing if name in skipped]
+    path, reused = compile_library(database, imported, target, out, untuned_ok=skipped, applied=applied)
+    done = "compiled" if not reused else "reused: compiled before from the same records (a tune's last milestone)"
+    progress(2, EXPORT_STEPS, f"wrote {path.name} ({done})")
     report = None
     if check:
         progress(3, EXPORT_STEPS, "checking the module against onnxruntime")

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,9 @@ os.environ["BCD_LAYOUT"] = "nchw"
 # Timing the compiled model at a tune's milestones costs a tiny test model more than its tune:
 # off, except in the tests that check the timings and what shows them (time_model below).
 os.environ["BCD_TIME_MODEL"] = "0"
+# Compiled libraries are kept for reuse (bcd_core/compiled_cache.py): in a folder of this run's
+# own, never the user's cache.
+os.environ["BCD_CACHE_DIR"] = tempfile.mkdtemp(prefix="bcd-test-libraries-")
 
 
 @pytest.fixture

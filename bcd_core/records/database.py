@@ -158,6 +158,14 @@ class SqliteDatabase(ms.database.PyDatabase):
         rows = self.store.top_records(workload_id, self.target_key, top_k, self.exclude_origins, self.exclude_sessions)
         return [self._parsed_once(row) for row in rows]
 
+    def applied_row(self, mod: tvm.IRModule) -> dict[str, Any] | None:
+        """The stored row of the record the compiler applies to workload `mod` (get_top_k's first)."""
+        workload_id = self.find_workload_id(mod)
+        if workload_id is None:
+            return None
+        rows = self.store.top_records(workload_id, self.target_key, 1, self.exclude_origins, self.exclude_sessions)
+        return rows[0] if rows else None
+
     def _parsed_once(self, row: dict[str, Any]) -> TuningRecord:
         """A search asks for its task's best records every round, mostly the same ones, and
         parsing one replays its trace (about 5 ms): each stored trial is parsed once."""

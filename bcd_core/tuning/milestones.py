@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bcd_core.export import compile_tuned, export_library, library_runner, missing_records, target_device
+from bcd_core.export import compile_library, library_runner, target_device
 from bcd_core.formatting import format_latency
 from bcd_core.model_import import random_inputs
 from bcd_core.records.states import EventKind, TaskStatus
@@ -48,10 +48,8 @@ def time_compiled_model(run: TuningRun) -> tuple[float, float]:
     """(median seconds, relative spread) of the model compiled from the run's best records."""
     imported = run.prepared.imported
     skipped = [row["name"] for row in run.store.tasks(run.session_id) if row["status"] == TaskStatus.SKIPPED]
-    missing = missing_records(run.database, imported.relax_mod, run.target)
-    executable = compile_tuned(run.database, imported.relax_mod, run.target, untuned_ok=skipped, missing=missing)
     with tempfile.TemporaryDirectory(prefix="bcd-milestone-") as folder:
-        path = export_library(executable, Path(folder) / "model.so")
+        path, _ = compile_library(run.database, imported, run.target, Path(folder) / "model.so", untuned_ok=skipped)
         runner = library_runner(path, random_inputs(imported.inputs), target_device(run.target))
         timing = time_runs(runner.run, runs=RUNS)
     return timing.median_ms / 1e3, timing.spread
