@@ -78,6 +78,7 @@ def status_text(status: str, pending: list[str] | None) -> str:
 class ClusterTreeModel(QAbstractItemModel):
     priorityRequested = Signal(list)  # cluster keys in the new order
     moveRequested = Signal(int, str)  # task index, target cluster key
+    clustersAdded = Signal(list)  # keys of clusters a new structure brought (a move made them)
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
@@ -103,10 +104,14 @@ class ClusterTreeModel(QAbstractItemModel):
             self.layoutAboutToBeChanged.emit()
             before = self.persistentIndexList()
             identities = [(self.item_at(ix), ix.column()) for ix in before]
+            known = {key for key, _ in self._structure}
             self.snapshot, self._structure = snapshot, structure
             after = [self.index_of(item, column) if item else QModelIndex() for item, column in identities]
             self.changePersistentIndexList(before, after)
             self.layoutChanged.emit()
+            added = [key for key, _ in structure if key not in known]
+            if added:
+                self.clustersAdded.emit(added)
 
     def set_untuned(self, untuned: dict[int, float]) -> None:
         self.untuned = dict(untuned)

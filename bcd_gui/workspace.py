@@ -70,6 +70,7 @@ class Workspace:
     ) -> None:
         self.tree_model = ClusterTreeModel(parent)
         self.tree = self._build_tree(self.tree_model)
+        self.tree_model.clustersAdded.connect(self._expand_clusters)
         self._names_width = 0  # what the task names need, measured once per session shown
         self.tree.on_resize = self._fit_task_column
         self.resize_columns()
@@ -92,6 +93,11 @@ class Workspace:
         self.pages = QStackedWidget()
         self.pages.addWidget(self.welcome)
         self.pages.addWidget(self.splitter)
+
+    def _expand_clusters(self, keys: list[str]) -> None:
+        """A cluster a move created opens like the others (the tree shows every member)."""
+        for key in keys:
+            self.tree.expand(self.tree_model.index_of(("cluster", key)))
 
     @staticmethod
     def _build_tree(model: ClusterTreeModel) -> FittingTreeView:
