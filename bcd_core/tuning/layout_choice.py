@@ -35,6 +35,7 @@ from bcd_core.tuning.continuation import known_layout
 from bcd_core.tuning.options import AUTO_LAYOUT, STOCK
 from bcd_core.tuning.run import PreparedModel, TuningRun, estimated_latency, prepare_model
 from bcd_core.tuning.settings import TuneSettings
+from bcd_core.tuning.stand_ins import model_best
 
 PROBE_TRIALS_PER_TASK = 4  # or fewer, when the tune itself gives each task fewer
 WIN_MARGIN = 0.05  # blocked must make the compiled model this much faster to be chosen
@@ -58,7 +59,7 @@ def probe_settings(settings: TuneSettings, layout: str) -> TuneSettings:
 def probe_latency(store: RecordStore, run: TuningRun) -> float | None:
     """The probe's compiled model as timed at its last milestone, else its estimate."""
     timed = store.model_latencies(run.session_id)
-    return timed[-1]["measured_latency_s"] if timed else estimated_latency(run.tasks, run.best)
+    return timed[-1]["measured_latency_s"] if timed else estimated_latency(run.tasks, model_best(run))
 
 
 def probe_layouts(target: Target, probe: ProbeRun) -> tuple[LayoutChoice | None, TuningRun]:

@@ -29,6 +29,7 @@ from bcd_core.timing import time_runs
 from bcd_core.tuning.events import ModelMeasured
 from bcd_core.tuning.retime import retime_leaders
 from bcd_core.tuning.run import TuningRun, estimated_latency
+from bcd_core.tuning.stand_ins import model_best
 
 log = logging.getLogger("bcd.milestones")
 FIRST_ESTIMATE = "first estimate"
@@ -71,19 +72,19 @@ class Milestones:
     def after_batch(self, task_index: int, trials: list, trial_ids: list) -> None:
         if self.run.settings.layout_probe or not timing_on():  # a layout probe needs only its final model
             return
-        if FIRST_ESTIMATE not in self.done and estimated_latency(self.run.tasks, self.run.best) is not None:
+        if FIRST_ESTIMATE not in self.done and estimated_latency(self.run.tasks, model_best(self.run)) is not None:
             self.measure(FIRST_ESTIMATE)
 
     def at_end(self) -> None:
         new_trials = self.run.trials_done != self.last_trials
-        if timing_on() and new_trials and estimated_latency(self.run.tasks, self.run.best) is not None:
+        if timing_on() and new_trials and estimated_latency(self.run.tasks, model_best(self.run)) is not None:
             self.measure(FINAL)
         elif not new_trials and self.latest is not None:  # the last milestone timed these trials
             self.run.final_estimate = self.latest["estimated_latency_s"]
 
     def measure(self, milestone: str) -> None:
         run, started = self.run, time.perf_counter()
-        search_estimate = estimated_latency(run.tasks, run.best)
+        search_estimate = estimated_latency(run.tasks, model_best(run))
         self.done.add(milestone)
         try:
             estimate = self.retimed_estimate(search_estimate) or search_estimate
@@ -130,7 +131,7 @@ class Milestones:
             first = (str(err).strip().splitlines() or [type(err).__name__])[0]
             run.message(EventKind.WARNING, f"could not time the best programs again: {first}")
             return None
-        estimate = retimed.estimate(run.tasks)
+        estimate = estimated_latency(run.tasks, {**model_best(run), **retimed.leaders})  # skipped: untuned
         if estimate is not None and search is not None:
             failed = f", {retimed.failed} did not run again" if retimed.failed else ""
             what = (

@@ -23,7 +23,6 @@ from bcd_core.export import target_device
 from bcd_core.records.failed_run import runner_seconds
 from bcd_core.timing import Timing
 from bcd_core.tuning.measure.setup import make_builder, make_runner
-from bcd_core.tuning.run import estimated_latency
 
 REPEATS = 5  # repeats of the runner's timing (each at least its min_repeat_ms of calls)
 ROUNDS = 3  # leaders timed again per task at most, when each one re-times behind the next
@@ -37,9 +36,6 @@ class Retimed:
     programs: int  # programs timed again
     failed: int  # of those, how many did not build or run again
     seconds: float
-
-    def estimate(self, tasks: list[Any]) -> float | None:
-        return estimated_latency(tasks, self.leaders)
 
 
 def retime_leaders(run: Any) -> Retimed:

@@ -58,6 +58,7 @@ from bcd_core.tuning.settings import (
     IDENTITY_ADDED_LATER,
     TuneSettings,
 )
+from bcd_core.tuning.stand_ins import model_best
 
 log = logging.getLogger("bcd.tuning")
 MAX_ERROR_CHARS = 4000
@@ -428,7 +429,7 @@ class TuningRun:
     def finish(self, status: str) -> None:
         # The store's is the latest: the search's from the last round, or re-timed at the end.
         stored = self.store.session(self.session_id)["estimated_latency_s"]
-        estimate = self.final_estimate or stored or estimated_latency(self.tasks, self.best)
+        estimate = self.final_estimate or stored or estimated_latency(self.tasks, model_best(self))
         reason = stop_reason(status, self.control)
         store = self.store
         store.finish_session(self.session_id, status, self.elapsed(), self.bookkeeping_s, self.final_estimate, reason)
@@ -502,7 +503,7 @@ class TuningRun:
         ]
         failed = sum(t.error is not None for t in trials)
         self._update_task_progress(task_index, trials)
-        estimate = estimated_latency(self.tasks, self.best)
+        estimate = estimated_latency(self.tasks, model_best(self))
         timeline = self._timeline_row(task_index, elapsed, trials, failed, estimate)
         metrics = batch_metrics_row(self.round, self.task_row_ids[task_index], predicted, trials)
         trial_ids = self.store.record_round(self.session_id, trials, timeline, metrics, self.bookkeeping_s)

@@ -23,6 +23,7 @@ from bcd_core.reference import stored_reference
 from bcd_core.tuning.milestones import GOAL_CHECK, Milestones, timing_on
 from bcd_core.tuning.run import TuningRun, estimated_latency
 from bcd_core.tuning.settings import TuneSettings
+from bcd_core.tuning.stand_ins import model_best
 
 log = logging.getLogger("bcd.stopping")
 GOAL_RECHECK = 0.03  # the estimate must fall this much more before the model is timed again
@@ -112,7 +113,7 @@ class StoppingRules:
         run = self.run
         if self.off or run.control.stop_requested:
             return
-        estimate, now = estimated_latency(run.tasks, run.best), run.elapsed()
+        estimate, now = estimated_latency(run.tasks, model_best(run)), run.elapsed()
         if estimate is not None:
             self.history.append((now, estimate))
         if self.last_batch_at is not None:

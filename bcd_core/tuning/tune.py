@@ -25,6 +25,7 @@ from bcd_core.tuning.milestones import Milestones
 from bcd_core.tuning.options import BCD
 from bcd_core.tuning.run import NEW_SESSION_ADVICE, TuningRun, estimated_latency
 from bcd_core.tuning.settings import TuneSettings
+from bcd_core.tuning.stand_ins import model_best
 from bcd_core.tuning.stopping import StoppingRules
 from bcd_core.tuning.strategies import run_strategy
 
@@ -98,7 +99,7 @@ def _run_opened_session(run: TuningRun, memory: MemoryRequest) -> TuningRun:
                 run.session_id,
                 SessionStatus.COMPLETED,
                 run.trials_done,
-                estimated_latency(run.tasks, run.best),
+                estimated_latency(run.tasks, model_best(run)),
                 float(run.session["elapsed_s"] or 0),
             )
         )

@@ -104,3 +104,33 @@ def test_a_first_estimate_at_the_last_batch_is_the_sessions_final(
     assert [row["milestone"] for row in timed] == ["first estimate"]
     assert timed[0]["trials_done"] == run.trials_done
     assert store.session(run.session_id)["estimated_latency_s"] == pytest.approx(timed[0]["estimated_latency_s"])
+
+
+def test_a_task_skipped_before_it_was_measured_counts_untuned_and_the_model_is_timed(
+    tmp_path: Path, tiny_convnet: Path, time_model
+) -> None:
+    """A skip must not leave the session without an estimate (and so without milestones or
+    latency goals): the skipped task counts at its untuned latency, the latency export gives it."""
+    from bcd_core.tuning.control import TuningControl
+    from bcd_core.tuning.run import prepare_model
+    from bcd_core.untuned import stored_untuned
+
+    skipped = prepare_model(tiny_convnet, host_target()).tasks[-1]
+    control = TuningControl()
+    control.skip_task(skipped.index)  # before the tune: no candidate of it is ever measured
+    db = tmp_path / "skip.db"
+    settings = TuneSettings(trials_per_task=4, trials_per_round=2)
+    run = run_session(tiny_convnet, db, host_target(), settings, control=control)
+    store = RecordStore(db)
+    assert skipped.index not in run.best
+    untuned = stored_untuned(store, [skipped], host_target())[skipped.index]  # kept by the tune: read back
+    leading = {
+        t.index: run.database.top_rows(run.workload_ids[t.index], 1)[0] for t in run.tasks if t.index != skipped.index
+    }
+    retimed = store.retimed_latencies([row["id"] for row in leading.values()])
+    expected = skipped.weight * untuned + sum(
+        t.weight * retimed[leading[t.index]["id"]] for t in run.tasks if t.index in leading
+    )
+    timed = store.model_latencies(run.session_id)
+    assert timed and timed[-1]["measured_latency_s"] > 0
+    assert store.session(run.session_id)["estimated_latency_s"] == pytest.approx(expected)
