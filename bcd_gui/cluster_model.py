@@ -267,7 +267,7 @@ class ClusterTreeModel(QAbstractItemModel):
             best = sum(t.weight * (t.best_s or 0) for t in tasks) if all(t.best_s for t in tasks) else None
             status = _cluster_status(tasks)
             values = (
-                self._cluster_title(key, row),
+                self.cluster_title(key, row),
                 str(trials),
                 format_latency(best) if best is not None else "",
                 self._speedup(tasks),
@@ -287,7 +287,7 @@ class ClusterTreeModel(QAbstractItemModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             shapes = tasks[0].shapes_text
             tip = (
-                f"{self._cluster_title(key, row)}\ncluster {key}: {cluster.size} tasks, the first with shapes "
+                f"{self.cluster_title(key, row)}\ncluster {key}: {cluster.size} tasks, the first with shapes "
                 f"{shapes}; weighted best latency shown; drag to reprioritize"
             )
             return tip + ("\npending until the next round: " + ", ".join(pending) if pending else "")
@@ -295,7 +295,8 @@ class ClusterTreeModel(QAbstractItemModel):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
-    def _cluster_title(self, key: str, row: int) -> str:
+    def cluster_title(self, key: str, row: int) -> str:
+        """The cluster row's text, e.g. "2. conv2d_add_relu (2 of 2) (14 tasks)"."""
         assert self.snapshot is not None
         cluster = self.snapshot.clusters[row]
         title = self._titles.get(key, self.snapshot.task(cluster.members[0]).operator_key)

@@ -96,7 +96,7 @@ class SteerController(Controller):
         win = self.win
         if win.snapshot is None or not win.selected_tasks():
             return
-        labels = [f"{c.position + 1}. {c.key}" for c in win.snapshot.clusters]
+        labels = [win.tree_model.cluster_title(c.key, row) for row, c in enumerate(win.snapshot.clusters)]
         choice = ask_cluster(self.window_widget, labels)
         if choice is not None:
             self.move_selected_task(win.snapshot.clusters[labels.index(choice)].key)
