@@ -55,6 +55,12 @@ class FittingTreeView(QTreeView):
         if event.size().width() != event.oldSize().width():
             self.on_resize()
 
+    def expand_clusters(self, keys: list[str]) -> None:
+        """A cluster a move created opens like the others (the tree shows every member)."""
+        model = self.model()
+        for key in keys:
+            self.expand(model.index_of(("cluster", key)))
+
 
 class Workspace:
     """Builds and holds the central widgets; `pages` is what the window shows in the middle.
@@ -69,8 +75,7 @@ class Workspace:
         choose_model: Callable[[], None],
     ) -> None:
         self.tree_model = ClusterTreeModel(parent)
-        self.tree = self._build_tree(self.tree_model)
-        self.tree_model.clustersAdded.connect(self._expand_clusters)
+        self.tree = self.build_tree(self.tree_model)
         self._names_width = 0  # what the task names need, measured once per session shown
         self.tree.on_resize = self._fit_task_column
         self.resize_columns()
@@ -94,16 +99,12 @@ class Workspace:
         self.pages.addWidget(self.welcome)
         self.pages.addWidget(self.splitter)
 
-    def _expand_clusters(self, keys: list[str]) -> None:
-        """A cluster a move created opens like the others (the tree shows every member)."""
-        for key in keys:
-            self.tree.expand(self.tree_model.index_of(("cluster", key)))
-
     @staticmethod
-    def _build_tree(model: ClusterTreeModel) -> FittingTreeView:
+    def build_tree(model: ClusterTreeModel) -> FittingTreeView:
         tree = FittingTreeView()
         tree.setObjectName("clusterTree")
         tree.setModel(model)
+        model.clustersAdded.connect(tree.expand_clusters)  # both Qt objects: gone together
         tree.setAlternatingRowColors(True)
         tree.setUniformRowHeights(True)
         tree.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)

@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt
-from PySide6.QtWidgets import QTreeView, QWidget
+from PySide6.QtWidgets import QTreeView
 
 from bcd_core.session_view import SessionSnapshot, TaskView, clusters_of
 from bcd_core.tuning.control import TuningControl
 from bcd_gui.cluster_model import COL_STATUS, COLUMNS, MIME_TYPE, ROLE_ITEM, ClusterTreeModel
-from bcd_gui.theme import LIGHT
 from bcd_gui.workspace import Workspace
 
 
@@ -157,13 +156,13 @@ def test_clusters_of_one_operator_chain_get_distinct_names(qtbot) -> None:
 def test_a_cluster_a_move_creates_opens_like_the_others(qtbot) -> None:
     """Moved out of its cluster, a task heads a cluster of its own: that row opens, as every
     cluster row does when a session is shown, and the rows that were open stay open."""
-    parent = QWidget()
-    qtbot.addWidget(parent)
-    ws = Workspace(parent, LIGHT, lambda: None, lambda: None)
-    ws.tree_model.set_snapshot(snapshot(three_clusters()))
-    ws.tree.expandAll()
+    model = ClusterTreeModel()
+    tree = Workspace.build_tree(model)  # the dashboard's tree, without the rest of the window
+    qtbot.addWidget(tree)
+    model.set_snapshot(snapshot(three_clusters()))
+    tree.expandAll()
     moved = three_clusters()
     moved[2] = replace(moved[2], cluster_key="singleton-2", cluster_position=3)
-    ws.tree_model.set_snapshot(snapshot(moved))
+    model.set_snapshot(snapshot(moved))
     for key in ("conv", "dense", "pool", "singleton-2"):
-        assert ws.tree.isExpanded(ws.tree_model.index_of(("cluster", key))), key
+        assert tree.isExpanded(model.index_of(("cluster", key))), key
