@@ -57,12 +57,15 @@ def test_a_leader_that_retimes_slow_gives_way_and_the_next_is_timed(
 
     monkeypatch.setattr(retime, "_time_again", first_round_slow)
     result = retime_leaders(run)
-    assert calls[0] == first_leaders and len(calls) == 2
+    # the next leaders are timed; one of them may in turn re-time behind a third program
+    assert calls[0] == first_leaders and 2 <= len(calls) <= retime.ROUNDS
     final_leaders = leaders(run)
     assert not first_leaders & {row["id"] for row in final_leaders.values()}
-    assert set(RecordStore(tmp_path / "slow.db").retimed_latencies(list(calls[1]))) == calls[1]
+    later = set().union(*calls[1:])
+    assert not later & first_leaders, "a program is timed once per pass"
+    assert set(RecordStore(tmp_path / "slow.db").retimed_latencies(list(later))) == later
     assert result.leaders == {index: row["latency_s"] for index, row in final_leaders.items()}
-    assert result.programs == len(calls[0]) + len(calls[1]) and result.failed == 0
+    assert result.programs == sum(len(c) for c in calls) and result.failed == 0
 
 
 def test_a_later_milestone_times_only_leaders_not_timed_before(tmp_path: Path, tiny_convnet: Path, monkeypatch) -> None:
