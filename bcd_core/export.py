@@ -34,6 +34,14 @@ def missing_records(database: SqliteDatabase, raw_mod: tvm.IRModule, target: Tar
     return applied_records(database, raw_mod, target).missing
 
 
+def check_every_task_has_a_record(missing: list[str], untuned_ok: Collection[str], target: Target) -> None:
+    """Raise for a task without a record, unless the user skipped it and the target (a CPU) can
+    compile it unscheduled."""
+    lacking = [name for name in missing if name not in untuned_ok or is_gpu(target)]
+    if lacking:
+        raise MissingRecordError(lacking)
+
+
 def compile_tuned(
     database: SqliteDatabase,
     raw_mod: tvm.IRModule,
@@ -51,9 +59,7 @@ def compile_tuned(
     progress("checking that every task has a tuning record")
     if missing is None:
         missing = missing_records(database, raw_mod, target)
-    lacking = [name for name in missing if name not in untuned_ok or is_gpu(target)]
-    if lacking:
-        raise MissingRecordError(lacking)
+    check_every_task_has_a_record(missing, untuned_ok, target)
     load_tensor_intrinsics(target)
     progress("compiling the tuned model")
     with shared_constant_builds():
@@ -96,9 +102,7 @@ def compile_library(
         executable = compile_tuned(database, imported.relax_mod, target, untuned_ok=untuned_ok, missing=applied.missing)
         return export_library(executable, path)
 
-    lacking = [name for name in applied.missing if name not in untuned_ok or is_gpu(target)]
-    if lacking:
-        raise MissingRecordError(lacking)
+    check_every_task_has_a_record(applied.missing, untuned_ok, target)
     return reuse_or_compile(key, library_path(out), compile_to)
 
 

@@ -44,14 +44,13 @@ def retime_leaders(run: Any) -> Retimed:
     earlier milestone is not timed again: a second median of the same program corrects no
     selection, and a later milestone then costs only the tasks whose leader changed."""
     started = time.perf_counter()
-    current = [row["id"] for row in _leading_rows(run).values()]
-    timed: set[int] = set(run.store.retimed_latencies(current))
+    leaders = _leading_rows(run)
+    timed: set[int] = set(run.store.retimed_latencies([row["id"] for row in leaders.values()]))
     programs = failed = 0
     builder = make_builder(run.settings, run.target)  # its workers start at the first build
     runner = None  # a local runner starts a worker as it is made: only when a program is pending
     with closing(builder):
         for _ in range(ROUNDS):
-            leaders = _leading_rows(run)
             pending = [row for row in leaders.values() if row["id"] not in timed]
             if not pending:
                 break
@@ -61,8 +60,9 @@ def retime_leaders(run: Any) -> Retimed:
             timed.update(row["id"] for row in pending)
             programs += len(pending)
             failed += len(pending) - len(timings)
-    leaders = {index: row["latency_s"] for index, row in _leading_rows(run).items()}
-    return Retimed(leaders, programs, failed, time.perf_counter() - started)
+            leaders = _leading_rows(run)  # a leader that re-timed slower gives way
+    latencies = {index: row["latency_s"] for index, row in leaders.items()}
+    return Retimed(latencies, programs, failed, time.perf_counter() - started)
 
 
 def _leading_rows(run: Any) -> dict[int, dict[str, Any]]:
