@@ -4,12 +4,12 @@ MetaSchedule's design space for an NCHW convolution cannot vectorize over output
 contiguous loads: the channel is the outermost data axis. In NCHW[x]c the innermost axis holds
 x channels, x the target's vector width in float32 lanes (8 with AVX2, 16 with AVX-512), so
 every inner product is a vector operation on contiguous memory. Relax's `ConvertLayout` rewrites
-each convolution whose channel counts the block divides (others stay NCHW) and keeps the
-element-wise, pooling and concatenation operators between them blocked (clip as a minimum of a
-maximum, which ConvertLayout keeps blocked), so layout transforms
-remain only where the graph leaves the blocked layout; the weights' transforms act on constants
-and are folded at compile time (packed weights). Relax's default legalization refuses blocked
-convolutions, so `blocked_conv2d` lowers them to TOPI's `conv2d_NCHWc` and
+each convolution in the widest block (x, or a half or quarter of it) its channel counts allow
+(NCHW where none does) and keeps the element-wise, pooling and concatenation operators between
+them blocked (clip as a minimum of a maximum, which ConvertLayout keeps blocked), so layout
+transforms remain only where the graph leaves the blocked layout; the weights' transforms act on
+constants and are folded at compile time (packed weights). Relax's default legalization refuses
+blocked convolutions, so `blocked_conv2d` lowers them to TOPI's `conv2d_NCHWc` and
 `depthwise_conv2d_NCHWc`.
 """
 
@@ -131,6 +131,37 @@ def clip_as_min_max(mod: tvm.IRModule) -> tvm.IRModule:
     return rewriter.builder_.get()
 
 
+MIN_BLOCK = 4  # narrower channel blocks vectorize worse than NCHW's own design space
+
+
+def channel_block(channels: int, block: int) -> int | None:
+    """The widest block, at most `block` and halving down to MIN_BLOCK, that divides `channels`:
+    a layer of 1000 classes or 72 channels on AVX-512 (16 lanes) runs in blocks of 8."""
+    while block >= MIN_BLOCK:
+        if channels % block == 0:
+            return block
+        block //= 2
+    return None
+
+
+def conv2d_layouts(call: relax.Call, block: int) -> list[str]:
+    """Data, weight and output layouts of one convolution. Every convolution is named one,
+    NCHW where no block fits: without a desired layout ConvertLayout would pass a blocked input
+    straight to it, which it cannot do."""
+    plain = ["NCHW", "OIHW", "NCHW"]
+    channels = int(call.args[0].ty.shape[1])
+    outputs = int(call.args[1].ty.shape[0])
+    out_block = channel_block(outputs, block)
+    if call.attrs.groups > 1:
+        if call.attrs.groups != channels or outputs != channels or out_block is None:
+            return plain  # a grouped convolution, a channel multiplier, or ragged channels
+        return [f"NCHW{out_block}c", f"OIHW1i{out_block}o", f"NCHW{out_block}c"]
+    in_block = channel_block(channels, block) or (channels if channels < block else None)
+    if out_block is None or in_block is None:  # a stem's 3 channels are one block of 3
+        return plain
+    return [f"NCHW{in_block}c", f"OIHW{in_block}i{out_block}o", f"NCHW{out_block}c"]
+
+
 def convert_to_blocked(mod: tvm.IRModule, target: Target) -> tvm.IRModule:
     """`mod` (as imported) with its convolutions in NCHW[x]c for `target`, legalized: both
     task extraction and `compile_relax` then see the same module."""
@@ -139,17 +170,7 @@ def convert_to_blocked(mod: tvm.IRModule, target: Target) -> tvm.IRModule:
     def layouts(call: relax.Call) -> dict[str, list[str]]:
         if getattr(call.op, "name", "") != "relax.nn.conv2d":
             return {}
-        channels = int(call.args[0].ty.shape[1])
-        outputs = int(call.args[1].ty.shape[0])
-        depthwise = call.attrs.groups > 1
-        if depthwise and (call.attrs.groups != channels or outputs != channels):
-            return {}  # a grouped convolution, or a channel multiplier: NCHW
-        if depthwise:
-            return {"relax.nn.conv2d": [f"NCHW{block}c", f"OIHW1i{block}o"]}
-        if outputs % block:
-            return {}
-        inner = block if channels % block == 0 else channels  # a stem's 3 channels: one chunk
-        return {"relax.nn.conv2d": [f"NCHW{inner}c", f"OIHW{inner}i{block}o", f"NCHW{block}c"]}
+        return {"relax.nn.conv2d": conv2d_layouts(call, block)}
 
     mod = relax.transform.ConvertLayout({}, layouts)(clip_as_min_max(mod))
     mod = relax.transform.EliminateCommonSubexpr()(relax.transform.Normalize()(mod))

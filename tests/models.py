@@ -250,3 +250,34 @@ def mobile_block_cnn(path: Path, width: int = 16, size: int = 12) -> Path:
         inits,
     )
     return _save(graph, path)
+
+
+def ragged_cnn(path: Path, size: int = 10) -> Path:
+    """A CNN whose channel counts a 16-lane block does not divide (24 and 40, and 10 classes
+    that no block of 4 or more divides), as real models have (1000 classes, 72 or 120 channels)."""
+    rng = np.random.default_rng(7)
+    inits = [
+        _weight(rng, "w_stem", (24, 3, 3, 3)),
+        _weight(rng, "w_dw", (24, 1, 3, 3)),
+        _weight(rng, "w_pw", (40, 24, 1, 1)),
+        _weight(rng, "b_pw", (40,)),
+        _weight(rng, "w_head", (10, 40, 1, 1)),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w_stem"], ["stem"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["stem"], ["s"]),
+        helper.make_node("Conv", ["s", "w_dw"], ["dw"], pads=[1, 1, 1, 1], group=24),
+        helper.make_node("Conv", ["dw", "w_pw", "b_pw"], ["pw"]),
+        helper.make_node("Relu", ["pw"], ["p"]),
+        helper.make_node("Conv", ["p", "w_head"], ["head"]),
+        helper.make_node("GlobalAveragePool", ["head"], ["pooled"]),
+        helper.make_node("Flatten", ["pooled"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "ragged_cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
+        inits,
+    )
+    return _save(graph, path)

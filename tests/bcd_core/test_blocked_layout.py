@@ -83,6 +83,26 @@ def test_a_blocked_cnn_matches_onnxruntime_on_this_machine(mobile_cnn: Path) -> 
     np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-4 * float(np.abs(reference).max()))
 
 
+@pytest.mark.parametrize("target", [AVX2, AVX512], ids=["avx2", "avx512"])
+def test_channels_the_block_does_not_divide_take_a_narrower_block_or_stay_nchw(model_dir: Path, target) -> None:
+    """24 and 40 channels run in blocks of 8 on either ISA; 10 classes, which no block of 4 or
+    more divides, stay NCHW; the model builds, and on this machine matches onnxruntime."""
+    imported = import_model(models.ragged_cnn(model_dir / "ragged_cnn.onnx"))
+    blocked = convert_to_blocked(imported.relax_mod, target)
+    convolutions = {_without_digits(name): call for name, call in tir_calls(blocked) if "conv2d" in name}
+    assert set(convolutions) == {"conv2d_NCHWc", "depthwise_conv2d_NCHWc", "conv2d"}
+    blocks = {int(call.ty.shape[-1]) for name, call in tir_calls(blocked) if "NCHWc" in name}
+    assert blocks == {8}
+    executable = tvm.compile(blocked, target)
+    if vector_block(target) > vector_block(host_target()):
+        return  # an AVX-512 module builds on an AVX2 machine but cannot run there
+    inputs = random_inputs(imported.inputs)
+    ours = relax.VirtualMachine(executable, tvm.cpu())["main"](*[tvm.runtime.tensor(v) for v in inputs.values()])
+    session = onnxruntime.InferenceSession(imported.onnx_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    reference = session.run(None, inputs)[0]
+    np.testing.assert_allclose(ours.numpy(), reference, rtol=1e-4, atol=1e-4 * float(np.abs(reference).max()))
+
+
 @pytest.mark.slow
 def test_a_session_tuned_blocked_records_resumes_and_exports_its_layout(tmp_path: Path, mobile_cnn: Path) -> None:
     """The layout names the session (a re-run with the other layout is another session), a
