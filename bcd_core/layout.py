@@ -22,6 +22,8 @@ from tvm import relax, te, topi
 from tvm.relax.transform.legalize_ops.nn import _nn_conv2d
 from tvm.target import Target
 
+from bcd_core.tvm_speedups import shared_constant_builds
+
 
 class LayoutMode(StrEnum):
     PLAIN = "nchw"  # the model's own layout
@@ -104,12 +106,17 @@ def depthwise_nchwc(
 
 @relax.expr_functor.mutator
 class ClipAsMinMax(relax.PyExprMutator):
-    """`clip(x, lo, hi)` as `minimum(maximum(x, lo), hi)`: ConvertLayout has no layout rule for
-    clip, so every ReLU6 or hard-swish would leave the blocked layout and come back, while the
-    binary element-wise operators stay blocked (and compute the same)."""
+    """`clip(x, lo, hi)` as `minimum(maximum(x, lo), hi)`, and the ONNX importer's TE calls of
+    `maximum` or `minimum` with a constant scalar (its Clip with bounds as inputs, MobileNetV2's
+    ReLU6) as those operators: ConvertLayout has no layout rule for either, so every ReLU6 or
+    hard-swish would leave the blocked layout and come back, and the activation would not fuse
+    into its convolution, while the binary element-wise operators stay blocked."""
 
     def visit_call_(self, call: relax.Call) -> relax.Expr:
         call = self.visit_expr_post_order(call)
+        if getattr(call.op, "name", "") == "relax.call_tir":
+            operator = _scalar_clamp_as_operator(call)
+            return call if operator is None else operator
         if getattr(call.op, "name", "") != "relax.clip":
             return call
         data, low, high = call.args
@@ -118,13 +125,95 @@ class ClipAsMinMax(relax.PyExprMutator):
         return relax.op.minimum(self.builder_.normalize(floor), relax.const(_number(high), dtype))
 
 
+CLAMPS = {"maximum": relax.op.maximum, "minimum": relax.op.minimum}
+
+
+def _scalar_clamp_as_operator(call: relax.Call) -> relax.Expr | None:
+    """`call_tir(maximum, (x, c))` as `maximum(x, c)` when c is a constant scalar (TOPI names
+    the PrimFuncs of its `maximum` and `minimum` computes so)."""
+    operator = CLAMPS.get(call.args[0].name_hint.rstrip("0123456789"))
+    arguments = call.args[1]
+    if operator is None or not isinstance(arguments, relax.Tuple) or len(arguments.fields) != 2:
+        return None
+    data, bound = arguments.fields
+    if not isinstance(bound, tvm.ir.expr.Constant) or bound.ty.ndim != 0:
+        return None
+    return operator(data, bound)
+
+
+@relax.expr_functor.mutator
+class ConcatIntoConsumer(relax.PyExprMutator):
+    """A blocked convolution or max pool that reads a channel concatenation computes the
+    concatenation itself: the tuned kernel reads each part where it lies (MetaSchedule inlines
+    the concatenation into the consumer's loads) instead of the model copying every part into a
+    new tensor first, a pass over memory per concatenation (SqueezeNet's fire modules, Inception
+    and DenseNet blocks). A concatenation that other operators also read stays for them."""
+
+    def visit_call_(self, call: relax.Call) -> relax.Expr:
+        call = self.visit_expr_post_order(call)
+        name = getattr(call.op, "name", "")
+        if name not in ("relax.nn.conv2d", "relax.nn.max_pool2d") or not _is_blocked(call):
+            return call
+        parts = self._concatenated_parts(call.args[0])
+        if parts is None or (name == "relax.nn.conv2d" and call.attrs.groups > 1):
+            return call
+        if name == "relax.nn.max_pool2d":
+            return self.builder_.call_te(_max_pool_of_concat, parts, call.attrs, primfunc_name_hint="concat_max_pool2d")
+        attrs = call.attrs
+        args = (attrs.strides, attrs.padding, attrs.dilation, attrs.data_layout, attrs.out_layout, str(call.ty.dtype))
+        return self.builder_.call_te(
+            _conv2d_of_concat, parts, call.args[1], *args, primfunc_name_hint="concat_conv2d_NCHWc"
+        )
+
+    def _concatenated_parts(self, data: relax.Expr) -> list[relax.Expr] | None:
+        bound = self.lookup_binding(data) if isinstance(data, relax.Var) else None
+        if not isinstance(bound, relax.Call) or getattr(bound.op, "name", "") != "relax.concat":
+            return None
+        if int(bound.attrs.axis) != 1:
+            return None
+        parts = bound.args[0]
+        if isinstance(parts, relax.Var):
+            parts = self.lookup_binding(parts)
+        return list(parts.fields) if isinstance(parts, relax.Tuple) else None
+
+
+def _is_blocked(call: relax.Call) -> bool:
+    if hasattr(call.attrs, "data_layout"):
+        return len(str(call.attrs.data_layout)) > 4
+    return len(str(call.attrs.layout)) > 4 and call.attrs.out_layout == call.attrs.layout
+
+
+def _conv2d_of_concat(parts: list[te.Tensor], kernel: te.Tensor, *args: object) -> te.Tensor:
+    return topi.nn.conv2d_NCHWc(topi.concatenate(parts, axis=1), kernel, *args)
+
+
+def _max_pool_of_concat(parts: list[te.Tensor], attrs: object) -> te.Tensor:
+    return topi.nn.pool2d(
+        topi.concatenate(parts, axis=1),
+        kernel=attrs.pool_size,
+        stride=attrs.strides,
+        dilation=attrs.dilation,
+        padding=attrs.padding,
+        pool_type="max",
+        ceil_mode=attrs.ceil_mode,
+        layout=attrs.layout,
+    )
+
+
 def _number(bound: relax.PrimValue) -> float:
     value = bound.value
     return float(getattr(value, "value", value))
 
 
 def clip_as_min_max(mod: tvm.IRModule) -> tvm.IRModule:
-    rewriter = ClipAsMinMax(mod)
+    return _rewrite(mod, ClipAsMinMax(mod))
+
+
+def concat_into_consumers(mod: tvm.IRModule) -> tvm.IRModule:
+    return relax.transform.DeadCodeElimination()(_rewrite(mod, ConcatIntoConsumer(mod)))
+
+
+def _rewrite(mod: tvm.IRModule, rewriter: relax.PyExprMutator) -> tvm.IRModule:
     for gvar, func in mod.functions_items():
         if isinstance(func, relax.Function):
             rewriter.builder_.update_func(gvar, rewriter.visit_expr(func))
@@ -172,7 +261,10 @@ def convert_to_blocked(mod: tvm.IRModule, target: Target) -> tvm.IRModule:
             return {}
         return {"relax.nn.conv2d": conv2d_layouts(call, block)}
 
+    with target, shared_constant_builds():
+        mod = relax.transform.FoldConstant()(mod)  # clip bounds the importer computes from constants
     mod = relax.transform.ConvertLayout({}, layouts)(clip_as_min_max(mod))
     mod = relax.transform.EliminateCommonSubexpr()(relax.transform.Normalize()(mod))
     with target:
+        mod = concat_into_consumers(mod)
         return relax.transform.LegalizeOps({"relax.nn.conv2d": blocked_conv2d})(mod)

@@ -227,6 +227,8 @@ def mobile_block_cnn(path: Path, width: int = 16, size: int = 12) -> Path:
         _weight(rng, "w_pw", (width, width, 1, 1)),
         _weight(rng, "w_a", (width, width, 3, 3)),
         _weight(rng, "w_b", (width, width, 1, 1)),
+        numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+        numpy_helper.from_array(np.array(6.0, np.float32), "six"),
     ]
     nodes = [
         helper.make_node("Conv", ["x", "w_stem", "b_stem"], ["stem"], pads=[1, 1, 1, 1]),
@@ -234,7 +236,8 @@ def mobile_block_cnn(path: Path, width: int = 16, size: int = 12) -> Path:
         helper.make_node("Conv", ["s", "w_dw"], ["dw"], pads=[1, 1, 1, 1], group=width),
         helper.make_node("HardSwish", ["dw"], ["d"]),  # a clip, which ConvertLayout has no rule for
         helper.make_node("Conv", ["d", "w_pw"], ["pw"]),
-        helper.make_node("Add", ["pw", "s"], ["res"]),
+        helper.make_node("Clip", ["pw", "zero", "six"], ["pw6"]),  # the importer's TE maximum and minimum
+        helper.make_node("Add", ["pw6", "s"], ["res"]),
         helper.make_node("MaxPool", ["res"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
         helper.make_node("Conv", ["p", "w_a"], ["a"], pads=[1, 1, 1, 1]),
         helper.make_node("Conv", ["p", "w_b"], ["b"]),
@@ -278,6 +281,37 @@ def ragged_cnn(path: Path, size: int = 10) -> Path:
         "ragged_cnn",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])],
+        inits,
+    )
+    return _save(graph, path)
+
+
+def fire_cnn(path: Path, width: int = 16, size: int = 10) -> Path:
+    """SqueezeNet's fire module twice: two expand convolutions concatenated, the first
+    concatenation read by a convolution, the second by a max pool."""
+    rng = np.random.default_rng(9)
+    inits = [_weight(rng, "w_stem", (width, 3, 3, 3))]
+    nodes = [helper.make_node("Conv", ["x", "w_stem"], ["h0"], pads=[1, 1, 1, 1])]
+    for fire in (1, 2):
+        inputs = width if fire == 1 else 2 * width
+        inits += [
+            _weight(rng, f"w_sq{fire}", (width, inputs, 1, 1)),
+            _weight(rng, f"w_e1_{fire}", (width, width, 1, 1)),
+            _weight(rng, f"w_e3_{fire}", (width, width, 3, 3)),
+        ]
+        nodes += [
+            helper.make_node("Conv", [f"h{fire - 1}", f"w_sq{fire}"], [f"sq{fire}"]),
+            helper.make_node("Relu", [f"sq{fire}"], [f"s{fire}"]),
+            helper.make_node("Conv", [f"s{fire}", f"w_e1_{fire}"], [f"e1_{fire}"]),
+            helper.make_node("Conv", [f"s{fire}", f"w_e3_{fire}"], [f"e3_{fire}"], pads=[1, 1, 1, 1]),
+            helper.make_node("Concat", [f"e1_{fire}", f"e3_{fire}"], [f"h{fire}"], axis=1),
+        ]
+    nodes.append(helper.make_node("MaxPool", ["h2"], ["y"], kernel_shape=[2, 2], strides=[2, 2]))
+    graph = helper.make_graph(
+        nodes,
+        "fire_cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2 * width, size // 2, size // 2])],
         inits,
     )
     return _save(graph, path)

@@ -103,6 +103,22 @@ def test_channels_the_block_does_not_divide_take_a_narrower_block_or_stay_nchw(m
     np.testing.assert_allclose(ours.numpy(), reference, rtol=1e-4, atol=1e-4 * float(np.abs(reference).max()))
 
 
+def test_a_concatenation_is_computed_by_the_convolution_or_pool_that_reads_it(model_dir: Path) -> None:
+    """No kernel copies the parts into a new tensor: the consumer reads each where it lies."""
+    imported = import_model(models.fire_cnn(model_dir / "fire_cnn.onnx"))
+    target = host_target()
+    blocked = convert_to_blocked(imported.relax_mod, target)
+    names = [_without_digits(name) for name, _ in tir_calls(blocked)]
+    assert "concatenate" not in names
+    assert names.count("concat_conv2d_NCHWc") == 1 and names.count("concat_max_pool2d") == 1
+    inputs = random_inputs(imported.inputs)
+    machine = relax.VirtualMachine(tvm.compile(blocked, target), tvm.cpu())
+    ours = machine["main"](*[tvm.runtime.tensor(v) for v in inputs.values()]).numpy()
+    session = onnxruntime.InferenceSession(imported.onnx_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    reference = session.run(None, inputs)[0]
+    np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-4 * float(np.abs(reference).max()))
+
+
 @pytest.mark.slow
 def test_a_session_tuned_blocked_records_resumes_and_exports_its_layout(tmp_path: Path, mobile_cnn: Path) -> None:
     """The layout names the session (a re-run with the other layout is another session), a
