@@ -39,6 +39,7 @@ from bcd_core.export import compile_library
 from bcd_core.formatting import format_ms
 from bcd_core.memory.recall import MemoryRequest
 from bcd_core.model_import import load_onnx, random_inputs, static_inputs
+from bcd_core.records.timing import session_layout
 from bcd_core.session_view import session_timeline, session_trial_timeline
 from bcd_core.target import describe_target, host_core_count
 from bcd_core.tuning.events import Listener
@@ -60,6 +61,7 @@ class RunResult:
     measured_latency_ms: float | None
     timeline: Curve  # (elapsed s, estimated latency s)
     trial_timeline: Curve  # (trials measured, estimated latency s)
+    layout: str = "nchw"  # the convolutions' layout the session tuned (results before layouts: nchw)
 
     @property
     def seconds_per_trial(self) -> float | None:
@@ -298,6 +300,7 @@ def _run_result(run: Any, strategy: str, seed: int) -> RunResult:
         measured_latency_ms=None,
         timeline=timeline,
         trial_timeline=session_trial_timeline(run.store, run.session_id),
+        layout=session_layout(session),
     )
 
 

@@ -58,6 +58,10 @@ def tile_conv2d_nchwc(sch: tvm.s_tir.Schedule, block: Any) -> None:
     ic_outer, ic_inner = sch.split(ic, [None, ic_block])
     sch.reorder(n, oc_outer, oh, ow_outer, ic_outer, kh, kw, ic_inner, oc_inner, ow_inner, oc_block)
     _fuse_epilogue(sch, block, ow_outer)
+    # The tile parallelizes its own outer loops (image, channel blocks, rows): MetaSchedule's
+    # post-processor left some of its programs on one thread (it parallelized only the unit
+    # batch loop), and where the cores' speed varies the search cannot always tell them apart.
+    sch.parallel(sch.fuse(n, oc_outer, oh))
     sch.unroll(ow_inner)
     sch.unroll(oc_inner)
     sch.vectorize(oc_block)
@@ -70,6 +74,7 @@ def tile_depthwise_nchwc(sch: tvm.s_tir.Schedule, block: Any) -> None:
     ow_outer, ow_inner = sch.split(ow, sch.sample_perfect_tile(ow, n=2, max_innermost_factor=MAX_TILE_COLUMNS))
     sch.reorder(n, chunk, oh, ow_outer, kh, kw, ow_inner, lanes)
     _fuse_epilogue(sch, block, ow_outer)
+    sch.parallel(sch.fuse(n, chunk, oh))  # as tile_conv2d_nchwc does
     sch.unroll(ow_inner)
     sch.vectorize(lanes)
     _no_other_rule(sch, block)

@@ -34,7 +34,11 @@ GPU_MILESTONES = "milestones-check.json"  # the latest code's check there
 GPU_CODE = "commit bf0421e"  # the code the GPU pair was measured with
 LAYOUT_SET = "docs/bench/layout-znver3"  # experiments/layout_race.py outputs, one JSON per model
 UNSTEADY_SPREAD = 0.5  # a milestone timing whose runs spread more than this was disturbed
-GAP_SET = "docs/bench/gap-znver3"  # experiments/e2e_gap.py --alone --json outputs, one per model
+GAP_SET = "docs/bench/gap-znver3"
+# `bcd bench` of the current code, BCD with --layout auto (blocked convolutions where they win):
+# models benched here supersede their row in the README's table.
+CURRENT_SET = "docs/bench/blocked-znver4"
+CURRENT_CODE = "commit 0000000"  # experiments/e2e_gap.py --alone --json outputs, one per model
 
 
 @dataclass(frozen=True)
@@ -132,8 +136,8 @@ class Result:
         ]
 
 
-def load_result(model: Model) -> Result:
-    path = f"{CPU_SET}/{model.result}"
+def load_result(model: Model, folder: str = CPU_SET) -> Result:
+    path = f"{folder}/{model.result}"
     matrix = load_matrix(ROOT / path)
     (data,) = matrix.models
     (bcd,) = data.comparisons()
@@ -829,10 +833,72 @@ def layout_section() -> list[str]:
     ]
 
 
+def current_results() -> list[Result]:
+    return [load_result(m, CURRENT_SET) for m in MODELS if (ROOT / CURRENT_SET / m.result).is_file()]
+
+
+def current_row(r: Result) -> list[str]:
+    bcd, stock = r.measured("bcd"), r.measured(BASELINE)
+    estimates = [run.final_estimate_s * 1e3 for run in r.runs("bcd") if run.final_estimate_s]
+    gaps = [run.measured_latency_ms / (run.final_estimate_s * 1e3) for run in r.runs("bcd") if run.final_estimate_s]
+    layouts = sorted({run.layout for run in r.runs("bcd")})
+    return [
+        r.label,
+        str(r.tasks),
+        "/".join(layouts),
+        milli(r.data.onnxruntime_ms),
+        f"{milli(statistics.median(stock))} ({ms_span(stock)})",
+        f"{milli(statistics.mean(estimates))}",
+        f"{milli(statistics.median(bcd))} ({ms_span(bcd)})",
+        f"**{statistics.median(bcd) / r.data.onnxruntime_ms:.2f}**",
+        span(gaps),
+    ]
+
+
+def current_section(results: list[Result]) -> list[str]:
+    if not results:
+        return []
+    first = results[0]
+    header = [
+        "model",
+        "tasks (BCD)",
+        "BCD's layout",
+        "onnxruntime ms",
+        "stock MetaSchedule ms, measured, median (range)",
+        "BCD estimate ms, mean",
+        "BCD ms, measured, median (range)",
+        "BCD / onnxruntime",
+        "BCD measured / estimate",
+    ]
+    behind = [r for r in results if r.median_measured("bcd") > r.data.onnxruntime_ms]
+    return [
+        "## The current code against onnxruntime",
+        "",
+        f"The same machine (`{first.target}`), {first.seeds} runs a side at {first.trials_per_task} trials per task, "
+        f"code: {CURRENT_CODE}. BCD runs",
+        "as a user gets it: `--layout auto` times both layouts' short probe tunes and keeps the faster",
+        '(design.md, "Convolution layouts"; the probes count in its time); the stock side tunes the model\'s',
+        "NCHW convolutions, as stock MetaSchedule does. All compiled models and onnxruntime are timed in turns",
+        "after the tunes (50 runs each, the median); BCD's estimate is each session's final, re-timed one.",
+        "",
+        "```sh",
+        *[r.command.replace("runs/bench/", "runs/bench/current/") for r in results],
+        "```",
+        "",
+        *table(header, [current_row(r) for r in results]),
+        "",
+        f"- Still slower than onnxruntime: {words([r.model.short for r in behind]) or 'none of these'}.",
+        f"- Models not yet benched with this code keep their rows above; {len(results)} of {len(MODELS)} are.",
+        "",
+    ]
+
+
 def document() -> tuple[str, list[str]]:
     results = [load_result(model) for model in MODELS]
+    current = current_results()
     lines = [
         *head(results),
+        *current_section(current),
         *speed_section(results),
         *compiled_section(results),
         *layout_section(),
@@ -841,7 +907,8 @@ def document() -> tuple[str, list[str]]:
         *limits_section(results),
         *gpu_section(),
     ]
-    return "\n".join(lines).rstrip("\n") + "\n", readme_table(results)
+    newest = {r.model.stem: r for r in current}
+    return "\n".join(lines).rstrip("\n") + "\n", readme_table([newest.get(r.model.stem, r) for r in results])
 
 
 def main() -> int:

@@ -72,9 +72,34 @@ def test_register_tiled_programs_compute_the_convolution(mobile_cnn: Path, seed:
         (tiled,) = [s for s in context.generate_design_space() if is_register_tiled(s.trace)]
         for postproc in context.space_generator.postprocs:
             assert postproc.apply(tiled), (task.name, postproc)
+        assert outermost_loop_kind(tiled, task.name) == tvm.tirx.ForKind.PARALLEL, task.name
         expected = run(tvm.compile(task.mod, target=TARGET).mod, task)
         got = run(tvm.compile(tiled.mod, target=TARGET).mod, task)
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4, err_msg=task.name)
+
+
+def test_register_tiled_programs_run_on_every_core(mobile_cnn: Path) -> None:
+    """Whatever the tile sizes (here one column and one channel block per tile, where MetaSchedule's
+    post-processor parallelized only the unit batch loop), the tile's outer loops are parallel."""
+    for task in [t for t in tasks_in(mobile_cnn, LayoutMode.BLOCKED) if "conv2d_NCHWc" in t.name]:
+        context = ms.TuneContext(mod=task.mod, target=TARGET, space_generator=space_generator(task.mod, TARGET))
+        (sketch,) = [s for s in context.generate_design_space() if is_register_tiled(s.trace)]
+        decisions = dict(sketch.trace.decisions)
+        for inst in sketch.trace.insts:
+            if inst.kind.name == "SamplePerfectTile":
+                extent = int(np.prod([int(v) for v in decisions[inst]]))
+                decisions[inst] = [extent, 1]
+        tiled = tvm.s_tir.Schedule(task.mod)
+        tvm.s_tir.schedule.Trace(sketch.trace.insts, decisions).apply_to_schedule(tiled, remove_postproc=True)
+        for postproc in context.space_generator.postprocs:
+            assert postproc.apply(tiled), (task.name, postproc)
+        assert outermost_loop_kind(tiled, task.name) == tvm.tirx.ForKind.PARALLEL, task.name
+
+
+def outermost_loop_kind(sch: tvm.s_tir.Schedule, task_name: str) -> int:
+    """The kind of the outermost loop around the convolution's update (a thread per iteration)."""
+    name = ("depthwise_" if "depthwise" in task_name else "") + "conv2d_NCHWc_update"
+    return sch.get(sch.get_loops(sch.get_sblock(name))[0]).kind
 
 
 def test_register_tiled_programs_build_for_avx512(model_dir: Path) -> None:
