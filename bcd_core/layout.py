@@ -64,17 +64,14 @@ def blocked_conv2d(bb: relax.BlockBuilder, call: relax.Call) -> relax.Expr:
             primfunc_name_hint="depthwise_conv2d_NCHWc",
         )
     return bb.call_te(
-        topi.nn.conv2d_NCHWc,
-        data,
-        kernel,
-        attrs.strides,
-        attrs.padding,
-        attrs.dilation,
-        attrs.data_layout,
-        attrs.out_layout,
-        out_dtype,
-        primfunc_name_hint="conv2d_NCHWc",
+        topi.nn.conv2d_NCHWc, data, kernel, *conv2d_nchwc_arguments(call), primfunc_name_hint="conv2d_NCHWc"
     )
+
+
+def conv2d_nchwc_arguments(call: relax.Call) -> tuple:
+    """What `topi.nn.conv2d_NCHWc` takes after data and kernel, from a blocked conv2d call."""
+    attrs = call.attrs
+    return (attrs.strides, attrs.padding, attrs.dilation, attrs.data_layout, attrs.out_layout, str(call.ty.dtype))
 
 
 def depthwise_nchwc(
@@ -159,10 +156,9 @@ class ConcatIntoConsumer(relax.PyExprMutator):
             return call
         if name == "relax.nn.max_pool2d":
             return self.builder_.call_te(_max_pool_of_concat, parts, call.attrs, primfunc_name_hint="concat_max_pool2d")
-        attrs = call.attrs
-        args = (attrs.strides, attrs.padding, attrs.dilation, attrs.data_layout, attrs.out_layout, str(call.ty.dtype))
+        arguments = conv2d_nchwc_arguments(call)
         return self.builder_.call_te(
-            _conv2d_of_concat, parts, call.args[1], *args, primfunc_name_hint="concat_conv2d_NCHWc"
+            _conv2d_of_concat, parts, call.args[1], *arguments, primfunc_name_hint="concat_conv2d_NCHWc"
         )
 
     def _concatenated_parts(self, data: relax.Expr) -> list[relax.Expr] | None:
