@@ -30,7 +30,10 @@ def test_export_writes_the_library_the_tune_timed_until_a_record_changes(
     db = tmp_path / "tuned.db"
     run = run_session(tiny_convnet, db, host_target(), TuneSettings(trials_per_task=4, trials_per_round=2))
     kept = list((tmp_path / "kept").glob("*.so"))
-    assert len(kept) == len(RecordStore(db).model_latencies(run.session_id)) >= 1  # one per milestone
+    milestones = RecordStore(db).model_latencies(run.session_id)
+    # one per milestone whose records differ: a milestone that found no better program compiles
+    # the same records, so it reuses the library before it
+    assert 1 <= len(kept) <= len(milestones) and len(milestones) >= 2
 
     store = RecordStore(db)
     path, steps = export(store, run.session_id, tmp_path / "first.so")
