@@ -29,6 +29,15 @@ def postprocess(sch: tvm.s_tir.Schedule, postprocs: Sequence[Any]) -> bool:
     return True
 
 
+def private_module(mod: tvm.IRModule) -> tvm.IRModule:
+    """A deep copy of `mod` to apply a trace to. TVM's schedule can write into the module it
+    was made from: after the root block is annotated and unannotated (what post-processing does
+    to a sketch that splits no loop first, e.g. a serial twin of a reduction's simple sketch), a
+    `fuse` rewrites the source's loops in place. A shared task or workload module changed so no
+    longer matches its records, and the compiled model finds none for it. About 2 ms a copy."""
+    return tvm.ir.load_json(tvm.ir.save_json(mod))
+
+
 PARALLEL_ANNOTATION = "meta_schedule.parallel"
 
 
@@ -57,10 +66,7 @@ def serial_twin(mod: tvm.IRModule, trace: Trace, postprocs: Sequence[Any]) -> tv
     as_json = serial_trace_json(trace)
     if as_json is None:
         return None
-    # On a private copy of the task's module: once, in a SqueezeNet tune, the task's own
-    # module ended up holding a twin's post-processed loops, so the compiled model found no
-    # record for it. Copying costs about 2 ms a twin.
-    sch = tvm.s_tir.Schedule(tvm.ir.load_json(tvm.ir.save_json(mod)))
+    sch = tvm.s_tir.Schedule(private_module(mod))
     try:
         Trace.apply_json_to_schedule(as_json, sch)
     except Exception:

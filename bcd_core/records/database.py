@@ -17,6 +17,7 @@ from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.meta_schedule.database import TuningRecord, Workload
 from tvm.s_tir.schedule import Schedule, Trace
 
+from bcd_core.programs import private_module
 from bcd_core.records.failed_run import FAILED_RUN_SECS, is_failed_run
 from bcd_core.records.store import RecordStore, TrialRow
 from bcd_core.target import target_key as make_target_key
@@ -140,16 +141,21 @@ class SqliteDatabase(ms.database.PyDatabase):
     def candidate_from_row(self, row: dict[str, Any]) -> ms.MeasureCandidate:
         """A stored program as a candidate (to learn from), its trace replayed once: parsing a
         TuningRecord replays it, and its `as_measure_candidate` replays it again."""
-        sch = Schedule(self.workload_of(row["workload_id"]).mod, debug_mask=0, error_render_level="detail")
+        module = private_module(self.workload_of(row["workload_id"]).mod)  # see record_from_row
+        sch = Schedule(module, debug_mask=0, error_render_level="detail")
         Trace.apply_json_to_schedule(json.loads(row["trace"]), sch)
         return ms.MeasureCandidate(sch, ms.arg_info.ArgInfo.from_entry_func(sch.mod, remove_preproc=True))
 
     def record_from_row(self, row: dict[str, Any]) -> TuningRecord:
+        """The stored trial as a record of its (shared) workload. Parsing replays the trace, on
+        a private copy of the module: a replay can write into the module (programs.py,
+        `private_module`), and this workload is what every later lookup compares with."""
         workload = self.workload_of(row["workload_id"])
         run_secs = json.loads(row["run_secs"]) if row["run_secs"] else [FAILED_RUN_SECS]
         target = json.loads(row["target_key"]) if row["target_key"] else None
         as_json = [json.loads(row["trace"]), run_secs, target, json.loads(row["args_info"])]
-        return TuningRecord.from_json(as_json, workload)
+        parsed = TuningRecord.from_json(as_json, Workload(private_module(workload.mod)))
+        return TuningRecord(parsed.trace, workload, parsed.run_secs, parsed.target, parsed.args_info)
 
     def get_top_k(self, workload: Workload, top_k: int) -> list[TuningRecord]:
         workload_id = self.find_workload_id(workload.mod)

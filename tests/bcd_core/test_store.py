@@ -5,6 +5,9 @@ import time
 from pathlib import Path
 
 import pytest
+import tvm
+import tvm_ffi
+from tvm import te, topi
 from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.errors import StoreError
@@ -245,3 +248,47 @@ def test_a_store_from_before_retiming_gets_its_table_and_column(tmp_path: Path) 
     store = RecordStore(path)
     assert store.has_retimings_table()
     assert "search_estimate_s" in store.db["model_latency"].columns_dict
+
+
+def mean_over_rows() -> tvm.IRModule:
+    """A global average pool's shape of kernel: a reduction, then a division."""
+    data = te.placeholder((1, 4, 7, 7, 16), name="data")
+    total = topi.sum(data, axis=[2, 3], keepdims=True)
+    mean = te.compute(total.shape, lambda *i: total(*i) / 49.0, name="mean")
+    return tvm.IRModule({"main": te.create_prim_func([data, mean])})
+
+
+def writes_into_its_module(mod: tvm.IRModule) -> tvm.s_tir.Schedule:
+    """What post-processing does to a sketch that splits no loop first (a serial twin of a
+    reduction's simple sketch): annotate the root block, unannotate it, fuse loops. TVM's
+    schedule then rewrites the loops of the module it was made from."""
+    sch = tvm.s_tir.Schedule(mod)
+    root = sch.get_sblock("root")
+    sch.annotate(root, "meta_schedule.vectorize", 64)
+    sch.enter_postproc()
+    sch.unannotate(root, "meta_schedule.vectorize")
+    sch.fuse(*sch.get_loops(sch.get_sblock("mean"))[2:])
+    return sch
+
+
+def test_parsing_a_stored_program_leaves_its_workload_as_stored(tmp_path: Path, host) -> None:
+    mod = mean_over_rows()
+    probe = mean_over_rows()
+    writes_into_its_module(probe)
+    assert not tvm_ffi.structural_equal(probe, mean_over_rows()), "TVM no longer writes into the module"
+
+    database = SqliteDatabase(RecordStore(tmp_path / "r.db"), target_key(host))
+    workload = database.commit_workload(mod)
+    sch = writes_into_its_module(tvm.ir.load_json(tvm.ir.save_json(mod)))
+    args = ms.arg_info.ArgInfo.from_entry_func(sch.mod, remove_preproc=True)
+    database.commit_tuning_record(ms.database.TuningRecord(sch.trace, workload, [1e-6], host, args))
+
+    fresh = SqliteDatabase(RecordStore(tmp_path / "r.db"), target_key(host))  # parses the stored trace
+    (row,) = fresh.top_rows(fresh.find_workload_id(mod), 1)
+    for _ in range(2):  # a second parse would replay the trace on changed loops and fail
+        record = fresh.record_from_row(row)
+        fresh.candidate_from_row(row)
+    assert fresh.find_workload_id(mean_over_rows()) is not None, "the workload still matches its task"
+    assert fresh.query_tuning_record(mean_over_rows(), host, "main") is not None
+    replayed = tvm.s_tir.Schedule(mean_over_rows())
+    record.trace.apply_to_schedule(replayed, remove_postproc=False)
