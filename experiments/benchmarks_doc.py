@@ -867,13 +867,16 @@ def machine_drift(results: list[Result]) -> list[str]:
     """A slow spell of the host while the compiled models were timed: onnxruntime, the same
     program every time, read slower in turns than alone before the tunes. It falls on both sides
     of BCD / onnxruntime, but only on the measured side of measured / estimate."""
-    ratios = [(r.model.short, r.data.onnxruntime_ms / statistics.median(r.data.probes_ms)) for r in results]
-    slow = [f"{name} {ratio:.2f}x" for name, ratio in ratios if ratio > 1 + SLOW_SPELL]
+    ratios = [
+        (r.model.short, r.data.onnxruntime_ms / statistics.median(r.data.probes_ms))
+        for r in results
+        if r.data.probes_ms
+    ]
+    slow = words([f"{name} {ratio:.2f}x" for name, ratio in ratios if ratio > 1 + SLOW_SPELL])
     if not slow:
         return []
-    each = words(slow)
     return [
-        f"- The host ran slower while the compiled models were timed than during the tunes: onnxruntime read {each}",
+        f"- The host ran slower while the compiled models were timed than during the tunes: onnxruntime read {slow}",
         "  its median time alone before the tunes. BCD / onnxruntime holds (both timed in turns), measured /",
         "  estimate does not (the estimates were timed during the tunes), so it reads high by about as much.",
     ]
