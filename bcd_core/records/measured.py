@@ -93,6 +93,14 @@ class MeasuredMixin(StoreBase):
         with self._lock:
             return list(self.db.query(sql, [session_id]))
 
+    def rename_milestone(self, session_id: int, old: str, new: str) -> None:
+        """Call the session's `old` whole-model timings `new` (a probe's final is its tune's first)."""
+        if self.read_only or "model_latency" not in self.db.table_names():
+            return
+        with self.transaction() as db:
+            sql = "update model_latency set milestone = ? where session_id = ? and milestone = ?"
+            db.execute(sql, [new, session_id, old])
+
     def record_model_latency(self, session_id: int, row: dict[str, Any]) -> None:
         if self.read_only:
             return

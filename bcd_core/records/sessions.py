@@ -166,6 +166,17 @@ class SessionsMixin(StoreBase):
             before = db["sessions"].get(session_id).get("probe_s") or 0.0
             db["sessions"].update(session_id, {"probe_s": before + seconds})
 
+    def continue_as_tune(
+        self, session_id: int, settings: dict[str, Any], trials_per_task: int, elapsed_s: float
+    ) -> None:
+        """A layout probe's session becomes the tune it measured for (tuning/layout_choice.py):
+        the tune's identity and per-task budget, its clock so far (`elapsed_s`), and stopped,
+        so that the tune continues it like any stopped session."""
+        changes = {"settings": json.dumps(settings, sort_keys=True), "status": SessionStatus.STOPPED}
+        with self.transaction() as db:
+            db["sessions"].update(session_id, {**changes, "elapsed_s": elapsed_s, "stop_reason": None})
+            db.execute("update tasks set budget = ? where session_id = ?", [trials_per_task, session_id])
+
     def finish_session(
         self,
         session_id: int,

@@ -7,8 +7,11 @@ the layouts apart (a naive blocked loop nest is no faster than a naive NCHW one,
 first dozen candidates are noise), so the probe is a short tune of the whole model in each
 layout, a few trials per task, and the two compiled models are timed: the latency a user would
 get, layout transforms included. Blocked is chosen only when it wins by a margin. The probes are
-sessions of their own in the store (named `layout_probe`, so no user's tune continues one); the
-real tune's search starts from their records, and a stopped probe resumes with the next tune.
+sessions of their own in the store (marked `layout_probe`, so no user's tune continues one by
+chance), and a stopped probe resumes with the next tune. The winner's session then becomes the
+tune (`continue_probe`): its trials are the tune's first round robin, on the tune's clock and
+budget, and its timed model is the tune's first milestone, so measuring the layout costs the
+tune only the losing probe, not a second first round robin.
 
 The choice is stored per model, target, thread count and input shapes, so every later tune of
 the model finds it (and its sessions) without measuring again. Stock MetaSchedule, GPU targets
@@ -19,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from contextlib import closing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tvm.target import Target
@@ -32,6 +35,7 @@ from bcd_core.records.store import RecordStore
 from bcd_core.records.timing import session_layout
 from bcd_core.target import is_gpu, target_key
 from bcd_core.tuning.continuation import known_layout
+from bcd_core.tuning.milestones import FINAL, FIRST_ESTIMATE
 from bcd_core.tuning.options import AUTO_LAYOUT, STOCK
 from bcd_core.tuning.run import PreparedModel, TuningRun, estimated_latency, prepare_model
 from bcd_core.tuning.settings import TuneSettings
@@ -39,6 +43,38 @@ from bcd_core.tuning.stand_ins import model_best
 
 PROBE_TRIALS_PER_TASK = 4  # or fewer, when the tune itself gives each task fewer
 WIN_MARGIN = 0.05  # blocked must make the compiled model this much faster to be chosen
+
+
+@dataclass
+class ProbeSessions:
+    """The layout probes one tune ran: each layout's session, and when its run began and ended
+    (`time.perf_counter`), so the winner's clock can be carried into the tune."""
+
+    sessions: dict[str, int] = field(default_factory=dict)
+    spans: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def ran(self, layout: str, session_id: int, began: float) -> None:
+        self.sessions[layout] = session_id
+        self.spans[layout] = (began, time.perf_counter())
+
+    def losers_s(self, winner: str) -> float:
+        """Wall time of the probes the tune does not continue: the price of measuring."""
+        return sum(end - began for layout, (began, end) in self.spans.items() if layout != winner)
+
+
+def continue_probe(store: RecordStore, probes: ProbeSessions, settings: TuneSettings) -> int | None:
+    """Make the probe of `settings.conv_layout` the tune's session (store.continue_as_tune), or
+    None when no probe of that layout ran in this tune. Its clock runs on from its end to now,
+    since the probes shared the tune's clock (the later probe's trials are stamped after the
+    earlier one's): what it shows as elapsed is the tune's, losing probe included."""
+    session_id = probes.sessions.get(settings.conv_layout)
+    if session_id is None:
+        return None
+    since_end = time.perf_counter() - probes.spans[settings.conv_layout][1]
+    elapsed = float(store.session(session_id)["elapsed_s"] or 0) + since_end
+    store.continue_as_tune(session_id, settings.identity(), settings.trials_per_task, elapsed)
+    store.rename_milestone(session_id, FINAL, FIRST_ESTIMATE)
+    return session_id
 
 
 @dataclass(frozen=True)

@@ -332,6 +332,7 @@ class TuningRun:
         )
         self._process_start = started_at if started_at is not None else time.perf_counter()
         self.session_id, self.resumed = self._open_session(new_session, resume_session_id)
+        self.continues_probe = False  # a layout probe's session, made this tune's (tuning/layout_choice.py)
         self.session = store.session(self.session_id)
         self._elapsed_offset = float(self.session["elapsed_s"] or 0.0)
         # Time spent on our own bookkeeping (store writes, metrics, events, scheduling
@@ -419,7 +420,7 @@ class TuningRun:
             self.session_id, self.resumed, len(self.tasks), self.trials_total, self.trials_done, self.elapsed(), offset
         )
         self.emit(started)
-        verb = "resumed" if self.resumed else "started"
+        verb = "continues its layout probe" if self.continues_probe else "resumed" if self.resumed else "started"
         self.message(
             EventKind.INFO,
             f"session {self.session_id} {verb}: {len(self.tasks)} tasks, {self.settings.strategy}, "

@@ -19,7 +19,7 @@ from bcd_core.records.store import RecordStore
 from bcd_core.tuning.channel import ControlChannel
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import Listener, SessionFinished, SessionMessage
-from bcd_core.tuning.layout_choice import ProbeRun, ProbeStopped, choose_layout
+from bcd_core.tuning.layout_choice import ProbeRun, ProbeSessions, ProbeStopped, choose_layout, continue_probe
 from bcd_core.tuning.measure.setup import check_runner
 from bcd_core.tuning.milestones import Milestones
 from bcd_core.tuning.options import BCD
@@ -41,14 +41,17 @@ def run_session(
     resume_session_id: int | None = None,
     memory: MemoryRequest = DEFAULT_MEMORY,
     engine_token: str | None = None,
+    started_at: float | None = None,
 ) -> TuningRun:
     """Import, extract, open (or resume) the session and run the chosen strategy to the end
     (or until `control` stops it). `resume_session_id` continues that session, refusing if
     its model, target, settings or tool version no longer match. `memory`: whether a new
     `bcd` session draws on earlier tunes (a resumed one draws on what it recorded). Any
     process may steer the run through the store (tuning/channel.py); `engine_token` names this
-    launch there, so that the process that launched it finds its session."""
-    started = time.perf_counter()
+    launch there, so that the process that launched it finds its session. `started_at`: where
+    the session's clock starts (`time.perf_counter`), when not now: a layout probe's is its
+    tune's."""
+    started = time.perf_counter() if started_at is None else started_at
     check_runner(settings)  # an unreachable tracker fails now, not after import and extraction
     for path in memory.stores if memory.enabled else ():
         open_memory_store(path).close()  # a missing or damaged store fails now, too
@@ -60,14 +63,15 @@ def run_session(
             listener(SessionMessage(0, EventKind.INFO, text))
 
     control = control or TuningControl()
-    probe_s = [0.0]
+    probes = ProbeSessions()
 
     def probe_tune(probe_settings: TuneSettings) -> TuningRun:
-        probe_started = time.perf_counter()
-        try:
-            return run_session(model_path, db_path, target, probe_settings, listeners, control=control)
-        finally:
-            probe_s[0] += time.perf_counter() - probe_started
+        began = time.perf_counter()
+        run = run_session(
+            model_path, db_path, target, probe_settings, listeners, control=control, memory=memory, started_at=started
+        )
+        probes.ran(probe_settings.conv_layout, run.session_id, began)
+        return run
 
     try:
         probe = ProbeRun(settings, probe_tune, say)
@@ -76,13 +80,17 @@ def run_session(
         return stopped.run
     settings = replace(settings, conv_layout=choice.layout)
     store = RecordStore(db_path)
+    adopted = continue_probe(store, probes, settings)
+    if adopted is not None:  # the winning probe's trials are this tune's first round robin
+        new_session, resume_session_id, started = False, adopted, time.perf_counter()
     run = TuningRun(store, prepared, settings, listeners, new_session, started, control, resume_session_id)
+    run.continues_probe = adopted is not None
     # Into the session's events, not to the listeners: the probe's lines were shown as they
     # came, and a listener's first event is the session's start.
     for text in said or [f"layout: {choice.describe()}"]:
         store.add_event(run.session_id, run.elapsed(), EventKind.INFO, text, None)
-    if probe_s[0]:  # on the session's clock, as every race counts it; not on its time budget
-        store.add_probe_time(run.session_id, probe_s[0])
+    if probes.sessions:  # the losing probe: on the session's clock, as every race counts it; not on its budget
+        store.add_probe_time(run.session_id, probes.losers_s(choice.layout))
     channel = ControlChannel(db_path, run.session_id, run.control, engine_token).start()
     run.listeners.append(channel.on_event)
     try:

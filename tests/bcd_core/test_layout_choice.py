@@ -3,7 +3,6 @@ model and target, kept by a resumed session; the compiled model is timed at mile
 
 import json
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import models
@@ -67,33 +66,45 @@ def test_a_tune_measures_its_layout_records_it_and_a_resumed_session_keeps_it(
     tmp_path: Path, mobile_cnn: Path, monkeypatch, time_model
 ) -> None:
     """Both layouts are probed by short tunes whose compiled models are timed; the faster (by
-    the margin) is recorded and tuned; no user's tune continues a probe session; the choice is
-    reused without measuring; a resumed session keeps its layout whatever was measured since."""
+    the margin) is recorded, and its probe's session becomes the tune (its trials and timed
+    model are the tune's first, on one clock with the other probe, whose time alone is the
+    probe's); the choice is reused without measuring; a resumed session keeps its layout
+    whatever was measured since."""
+    monkeypatch.setattr(layout_choice, "PROBE_TRIALS_PER_TASK", 2)
     db = tmp_path / "tune.db"
-    settings = auto()
-    budget = TuneSettings(minutes=0.1).minutes  # less than the probes take: they are not on it
-    first = run_session(mobile_cnn, db, host_target(), replace(settings, minutes=budget))
+    settings = auto(trials_per_task=3)
+    first = run_session(mobile_cnn, db, host_target(), settings)
     store = RecordStore(db)
-    probe_s = store.session(first.session_id)["probe_s"]
-    assert probe_s > budget * 60 and first.trials_done > 0, "the probe did not spend the session's time budget"
-    probes = [s for s in store.sessions() if json.loads(s["settings"]).get("layout_probe")]
-    assert len(probes) == 2 and first.session_id not in {s["id"] for s in probes}
-    timed = [[row["milestone"] for row in store.model_latencies(s["id"])] for s in probes]
-    assert timed == [["final"], ["final"]], "each probe's compiled model was timed once, at its end"
     session = store.session(first.session_id)
     chosen = json.loads(session["settings"])["conv_layout"]
+    probes = [s for s in store.sessions() if json.loads(s["settings"]).get("layout_probe")]
+    assert len(store.sessions()) == 2 and len(probes) == 1, "the winning probe was not made the tune"
+    loser = probes[0]
+    assert json.loads(loser["settings"])["conv_layout"] != chosen and first.session_id != loser["id"]
+    tasks = len(first.tasks)
+    assert first.trials_done == settings.trials_per_task * tasks, "the tune did not go on from its probe's trials"
+    timed = store.model_latencies(first.session_id)
+    assert [row["milestone"] for row in timed] == ["first estimate", "final"]
+    assert timed[0]["trials_done"] == 2 * tasks, "the probe's timed model is not the tune's first milestone"
+    assert [row["milestone"] for row in store.model_latencies(loser["id"])] == ["final"]
+    own, other = (sorted(t["elapsed_s"] for t in store.trials(s)) for s in (first.session_id, loser["id"]))
+    assert (own[0] < other[0]) == (chosen == "blocked"), "the probes do not share the tune's clock"
+    assert own[-1] > other[-1] and session["elapsed_s"] > other[-1]
+    assert 0 < session["probe_s"] < session["elapsed_s"]
     recorded = session_layout_choice(store, session)
     assert recorded.layout == chosen and recorded.reason.startswith("measured") and recorded.probe_trials == 2
     assert (chosen == "blocked") == (recorded.blocked_s < recorded.nchw_s * (1 - WIN_MARGIN))
     assert any("NCHWc" in task.name for task in first.tasks) == (chosen == "blocked")
-    assert any(event["message"].startswith("layout: ") for event in store.events(first.session_id))
+    messages = [event["message"] for event in store.events(first.session_id)]
+    assert any(m.startswith("layout: ") for m in messages) and any("continues its layout probe" in m for m in messages)
     monkeypatch.setattr(layout_choice, "probe_layouts", no_probe)
     again, _ = choose_layout(db, mobile_cnn, host_target(), ProbeRun(auto(trials_per_task=3), no_probe))
     assert again.layout == chosen and again.nchw_s == recorded.nchw_s  # stored, whatever the budget
-    other = "nchw" if chosen == "blocked" else "blocked"
-    flip_stored_choice(store, mobile_cnn, settings, other)
+    other_layout = "nchw" if chosen == "blocked" else "blocked"
+    flip_stored_choice(store, mobile_cnn, settings, other_layout)
+    store.set_total_budget(first.session_id, first.trials_done + tasks)
     resumed = run_session(mobile_cnn, db, host_target(), settings, resume_session_id=first.session_id)
-    assert resumed.session_id == first.session_id
+    assert resumed.session_id == first.session_id and resumed.trials_done > first.trials_done
     assert json.loads(store.session(first.session_id)["settings"])["conv_layout"] == chosen
     assert any("NCHWc" in task.name for task in resumed.tasks) == (chosen == "blocked")
 
@@ -119,8 +130,10 @@ def test_a_stopped_probe_records_no_choice_and_the_next_tune_resumes_it(
     assert store.db["layout_choices"].count == 0
     finished = run_session(mobile_cnn, db, host_target(), auto())
     assert store.session(stopped.session_id)["status"] == "completed", "the stopped probe was resumed"
-    assert len(store.sessions()) == 3 and store.db["layout_choices"].count == 1
-    assert finished.session_id == max(s["id"] for s in store.sessions())
+    assert len(store.sessions()) == 2 and store.db["layout_choices"].count == 1
+    chosen = json.loads(store.session(finished.session_id)["settings"])["conv_layout"]
+    winner = stopped.session_id if chosen == "blocked" else max(s["id"] for s in store.sessions())
+    assert finished.session_id == winner, "the tune did not continue its winning probe"
 
 
 @pytest.mark.slow
