@@ -62,6 +62,10 @@ class RunResult:
     timeline: Curve  # (elapsed s, estimated latency s)
     trial_timeline: Curve  # (trials measured, estimated latency s)
     layout: str = "nchw"  # the convolutions' layout the session tuned (results before layouts: nchw)
+    # The compiled model as the tune timed it at its milestones, beside the estimate timed in
+    # the same minute: (elapsed s, estimate s, measured s). The timings in turns after all
+    # tunes compare the models; these compare a model with its own estimate, on one host speed.
+    model_timings: list[tuple[float, float, float]] = field(default_factory=list)
 
     @property
     def seconds_per_trial(self) -> float | None:
@@ -301,7 +305,16 @@ def _run_result(run: Any, strategy: str, seed: int) -> RunResult:
         timeline=timeline,
         trial_timeline=session_trial_timeline(run.store, run.session_id),
         layout=session_layout(session),
+        model_timings=model_timings(run.store, run.session_id),
     )
+
+
+def model_timings(store: Any, session_id: int) -> list[tuple[float, float, float]]:
+    """A session's whole-model timings: (elapsed s, estimate s, measured s)."""
+    rows = store.model_latencies(session_id)
+    return [
+        (r["elapsed_s"], r["estimated_latency_s"], r["measured_latency_s"]) for r in rows if r["measured_latency_s"]
+    ]
 
 
 # -- saving and reading -------------------------------------------------------------------
@@ -353,6 +366,7 @@ def load_matrix(path: str | Path) -> Matrix:
         for run in runs:
             run.timeline = [tuple(p) for p in run.timeline]
             run.trial_timeline = [tuple(p) for p in run.trial_timeline]
+            run.model_timings = [tuple(p) for p in run.model_timings]
         models.append(ModelMatrix(runs=runs, **model))
     return Matrix(models=models, **data)
 

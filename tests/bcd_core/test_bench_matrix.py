@@ -1,5 +1,6 @@
 """`bcd bench --seeds N`: mean curves, cross pairs and per-trial cost over several runs a side."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,10 @@ from bcd_core.bench_matrix import (
     markdown_table,
     mean_curve,
     mean_speedup,
+    model_timings,
+    write_matrix,
 )
+from bcd_core.records.store import RecordStore
 
 
 def run(strategy: str, seed: int, timeline: list[tuple[float, float]], trials: int = 10) -> RunResult:
@@ -98,3 +102,22 @@ def test_bench_refuses_an_unknown_strategy(tiny_mlp: Path, tmp_path: Path) -> No
     from bcd_core.cli import main
 
     assert main(["bench", str(tiny_mlp), "--strategies", "bcd,magic", "--out", str(tmp_path)]) == 2
+
+
+def test_a_matrix_keeps_each_tunes_model_timings_and_reads_one_written_before_them(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path / "timed.db")
+    sid = store.create_session(model_path="m", model_hash="h", target="{}", target_key="t", strategy="bcd", settings={})
+    for milestone, measured in (("first estimate", 2e-3), ("goal check", None), ("final", 1.2e-3)):
+        row = {"milestone": milestone, "trials_done": 5, "elapsed_s": 10.0, "estimated_latency_s": 1e-3}
+        store.record_model_latency(sid, {**row, "measured_latency_s": measured, "spread": 0.01, "cost_s": 3.0})
+    timings = model_timings(store, sid)
+    assert timings == [(10.0, 1e-3, 2e-3), (10.0, 1e-3, 1.2e-3)], "a row without a timing was kept"
+    tuned = run("bcd", 0, [(1.0, 3e-3), (2.0, 1e-3)])
+    tuned.model_timings = timings
+    matrix = Matrix("llvm", 4, 4, 1, 2, "bcd bench m.onnx", [ModelMatrix("m.onnx", [tuned], 1.0)])
+    path = write_matrix(matrix, tmp_path / "out")
+    assert load_matrix(path).models[0].runs[0].model_timings == timings
+    older = json.loads(path.read_text())
+    del older["models"][0]["runs"][0]["model_timings"]
+    path.write_text(json.dumps(older))
+    assert load_matrix(path).models[0].runs[0].model_timings == []
