@@ -39,7 +39,7 @@ GAP_SET = "docs/bench/gap-znver3"
 # models benched here supersede their row in the README's table.
 CURRENT_SET = "docs/bench/blocked-znver4"
 # The code each model of the current set was benched with ("*": the others).
-CURRENT_CODE = {"*": "31d5020", "squeezenet1_1": "b45db27"}
+CURRENT_CODE = {"*": "31d5020", "squeezenet1_1": "b45db27", "unseen_cnn": "5fc13e7"}
 SLOW_SPELL = 0.10  # onnxruntime this much slower in turns than alone: the host slowed meanwhile
 UNCOMPILED_WHY = (
     "Its store held a serial twin of the global average pool whose parsing made TVM write into the"
@@ -875,7 +875,7 @@ def machine_drift(results: list[Result]) -> list[str]:
     program every time, read slower in turns than alone before the tunes. It falls on both sides
     of BCD / onnxruntime, but only on the measured side of measured / estimate."""
     ratios = [
-        (r.model.short, r.data.onnxruntime_ms / statistics.median(r.data.probes_ms))
+        (r.model.short, r.data.onnxruntime_ms / min(r.data.probes_ms))
         for r in results
         if r.data.probes_ms
     ]
@@ -884,9 +884,31 @@ def machine_drift(results: list[Result]) -> list[str]:
         return []
     return [
         f"- The host ran slower while the compiled models were timed than during the tunes: onnxruntime read {slow}",
-        "  its median time alone before the tunes. BCD / onnxruntime holds (both timed in turns), measured /",
+        "  its fastest time alone before the tunes. BCD / onnxruntime holds (both timed in turns), measured /",
         "  estimate in turns does not (the estimates were timed during the tunes), so it reads high by about as",
         "  much; the column beside it, the tune's own last timing of its model, is free of that.",
+    ]
+
+
+def disturbed_timings(results: list[Result]) -> list[str]:
+    """Runs whose tune's last timing of its model and the timing in turns of the same model
+    disagree by more than half: one of the two caught the host in a slow spell."""
+    found = []
+    for r in results:
+        for run in r.runs("bcd"):
+            if not run.model_timings or not run.measured_latency_ms:
+                continue
+            _, estimate, tuned = run.model_timings[-1]
+            in_turns = run.measured_latency_ms / 1e3
+            if max(tuned, in_turns) > 1.5 * min(tuned, in_turns):
+                found.append(
+                    f"{r.model.short}'s seed {run.seed} ({tuned / estimate:.2f}x in the tune, "
+                    f"{in_turns / estimate:.2f}x in turns)"
+                )
+    if not found:
+        return []
+    return [
+        f"- Timings of one model that disagree, so the host slowed during one of them: {words(found)}.",
     ]
 
 
@@ -943,6 +965,7 @@ def current_section(results: list[Result]) -> list[str]:
         "",
         f"- Still slower than onnxruntime: {words([r.model.short for r in behind]) or 'none of these'}.",
         *machine_drift(results),
+        *disturbed_timings(results),
         *uncompiled_runs(results),
         f"- Benched with this code: {len(results)} of the {len(MODELS)} models; the tables below: older code.",
         "",
