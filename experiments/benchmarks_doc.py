@@ -874,11 +874,7 @@ def machine_drift(results: list[Result]) -> list[str]:
     """A slow spell of the host while the compiled models were timed: onnxruntime, the same
     program every time, read slower in turns than alone before the tunes. It falls on both sides
     of BCD / onnxruntime, but only on the measured side of measured / estimate."""
-    ratios = [
-        (r.model.short, r.data.onnxruntime_ms / min(r.data.probes_ms))
-        for r in results
-        if r.data.probes_ms
-    ]
+    ratios = [(r.model.short, r.data.onnxruntime_ms / min(r.data.probes_ms)) for r in results if r.data.probes_ms]
     slow = words([f"{name} {ratio:.2f}x" for name, ratio in ratios if ratio > 1 + SLOW_SPELL])
     if not slow:
         return []
