@@ -1,18 +1,14 @@
 """Which layout a model's convolutions tune in, decided by measurement on this machine.
 
 Blocked convolutions (bcd_core/layout.py) usually tune to faster programs on CPUs, but not on
-every model: a graph of few or tiny convolutions pays for the layout transforms at its
-boundaries and gains nothing. Neither untuned programs nor a few programs of single tasks tell
-the layouts apart (a naive blocked loop nest is no faster than a naive NCHW one, and a task's
-first dozen candidates are noise), so the probe is a short tune of the whole model in each
-layout, a few trials per task, and the two compiled models are timed: the latency a user would
-get, layout transforms included. Blocked is chosen only when it wins by a margin. The probes are
-sessions of their own in the store (marked `layout_probe`, so no user's tune continues one by
-chance), and a stopped probe resumes with the next tune. The winner's session then becomes the
-tune (`continue_probe`): its trials are the tune's first round robin, on the tune's clock and
-budget, and its timed model is the tune's first milestone, so measuring the layout costs the
-tune only the losing probe, not a second first round robin.
-
+every model. Neither untuned programs nor a few programs of single tasks tell the layouts apart
+(a naive blocked loop nest is no faster than a naive NCHW one; a task's first dozen candidates
+are noise), so the probe is a short tune of the whole model in each layout, and the two compiled
+models are timed: the latency a user would get, layout transforms included. Blocked is chosen
+only when it wins by a margin. The probes are sessions of their own (marked `layout_probe`, so
+no user's tune continues one by chance); a stopped probe resumes with the next tune. The
+winner's session then becomes the tune (`continue_probe`): its trials are the tune's first round
+robin and its timed model the first milestone, so the layout costs the tune the losing probe.
 The choice is stored per model, target, thread count and input shapes, so every later tune of
 the model finds it (and its sessions) without measuring again. Stock MetaSchedule, GPU targets
 and models without a convolution the block fits keep the model's layout, unmeasured."""

@@ -335,8 +335,7 @@ class TuningRun:
         self.continues_probe = False  # a layout probe's session, made this tune's (tuning/layout_choice.py)
         self.session = store.session(self.session_id)
         self._elapsed_offset = float(self.session["elapsed_s"] or 0.0)
-        # Time spent on our own bookkeeping (store writes, metrics, events, scheduling
-        # decisions), as opposed to search, build and measurement.
+        # Time spent on our own bookkeeping (store writes, metrics, events, scheduling), not on search or measurement.
         self.bookkeeping_s = float(self.session.get("bookkeeping_s") or 0.0)
         rows = store.tasks(self.session_id)
         self.task_row_ids = {row["idx"]: row["id"] for row in rows}

@@ -14,6 +14,7 @@ from pathlib import Path
 from tvm.target import Target
 
 from bcd_core.memory.recall import DEFAULT_MEMORY, MemoryRequest, gather_memory, open_memory_store, recorded_memory
+from bcd_core.records.measured import LayoutChoice
 from bcd_core.records.states import EventKind, SessionStatus
 from bcd_core.records.store import RecordStore
 from bcd_core.tuning.channel import ControlChannel
@@ -48,9 +49,8 @@ def run_session(
     its model, target, settings or tool version no longer match. `memory`: whether a new
     `bcd` session draws on earlier tunes (a resumed one draws on what it recorded). Any
     process may steer the run through the store (tuning/channel.py); `engine_token` names this
-    launch there, so that the process that launched it finds its session. `started_at`: where
-    the session's clock starts (`time.perf_counter`), when not now: a layout probe's is its
-    tune's."""
+    launch there, so that the process that launched it finds its session. `started_at`: the
+    clock's start when not now (`time.perf_counter`; a layout probe runs on its tune's)."""
     started = time.perf_counter() if started_at is None else started_at
     check_runner(settings)  # an unreachable tracker fails now, not after import and extraction
     for path in memory.stores if memory.enabled else ():
@@ -84,19 +84,25 @@ def run_session(
     if adopted is not None:  # the winning probe's trials are this tune's first round robin
         new_session, resume_session_id, started = False, adopted, time.perf_counter()
     run = TuningRun(store, prepared, settings, listeners, new_session, started, control, resume_session_id)
-    run.continues_probe = adopted is not None
-    # Into the session's events, not to the listeners: the probe's lines were shown as they
-    # came, and a listener's first event is the session's start.
-    for text in said or [f"layout: {choice.describe()}"]:
-        store.add_event(run.session_id, run.elapsed(), EventKind.INFO, text, None)
-    if probes.sessions:  # the losing probe: on the session's clock, as every race counts it; not on its budget
-        store.add_probe_time(run.session_id, probes.losers_s(choice.layout))
+    note_layout(run, choice, said, probes)
     channel = ControlChannel(db_path, run.session_id, run.control, engine_token).start()
     run.listeners.append(channel.on_event)
     try:
         return _run_opened_session(run, memory)
     finally:
         channel.close()
+
+
+def note_layout(run: TuningRun, choice: LayoutChoice, said: list[str], probes: ProbeSessions) -> None:
+    """The layout's lines go into the session's events, not to the listeners: they were shown as
+    they came, and a listener's first event is the session's start. The losing probe's time is on
+    the session's clock, as every race counts it, but not on its time budget; the winner's
+    session is the run's (`continue_probe`)."""
+    run.continues_probe = choice.layout in probes.sessions
+    for text in said or [f"layout: {choice.describe()}"]:
+        run.store.add_event(run.session_id, run.elapsed(), EventKind.INFO, text, None)
+    if probes.sessions:
+        run.store.add_probe_time(run.session_id, probes.losers_s(choice.layout))
 
 
 def _run_opened_session(run: TuningRun, memory: MemoryRequest) -> TuningRun:
