@@ -4,9 +4,9 @@ each checked after every recorded batch. A rule stops the tune as the user's Sto
 (`TuningControl.stop`, with the rule's words): the batch in flight is saved, the session can be
 resumed, and it records why it ended.
 
-The clock is the session's own (earlier runs included; pauses, and the layout probe a first tune
-ran and did not continue, not) plus the time spent timing the compiled model at milestones, which the session's clock
-leaves out so that curves compare tuning time, though the user waits for it too. The same
+The clock is the session's own (earlier runs included, pauses not, nor a first tune's losing
+layout probe) plus the time spent timing the compiled model at milestones, which the session's
+clock leaves out so that curves compare tuning time, though the user waits for it too. The same
 command again resumes with what is left. Latency goals are met by the compiled model as timed,
 never by the estimate (the estimate leaves out layout transforms and the VM's calls: tuning/milestones.py).
 """
