@@ -260,12 +260,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def _session_for_export(store: Any, session_id: int | None) -> dict[str, Any]:
-    sessions = store.sessions()
-    if not sessions:
+    from bcd_core.session_view import default_session
+
+    if session_id is not None:
+        return store.session(session_id)
+    session = default_session(store.sessions())
+    if session is None:
         raise BcdError(f"{store.path} holds no tuning session; run `bcd tune` first")
-    if session_id is None:
-        return sessions[-1]
-    return store.session(session_id)
+    return session
 
 
 def export_session(
@@ -384,7 +386,7 @@ def _bench_matrix(args: argparse.Namespace, settings: Any, strategies: list[str]
 def cmd_db(args: argparse.Namespace) -> int:
     from bcd_core.records.json_io import export_json, import_json
     from bcd_core.records.store import RecordStore
-    from bcd_core.session_view import session_status_text
+    from bcd_core.session_view import session_status_text, strategy_text
 
     if args.db_command == "import-json":
         store = RecordStore(args.db)
@@ -406,7 +408,7 @@ def cmd_db(args: argparse.Namespace) -> int:
             [
                 s["id"],
                 s["model_name"],
-                s["strategy"],
+                strategy_text(s),
                 session_status_text(s),
                 s["trials_done"],
                 format_latency(s["estimated_latency_s"]),
@@ -531,7 +533,7 @@ def _add_export_command(sub: Any) -> None:
     export = sub.add_parser("export", help="compile the tuned model from the records into a shared library")
     export.add_argument("--db", required=True)
     export.add_argument("--out", required=True)
-    export.add_argument("--session", type=int, help="session id (default: the newest)")
+    export.add_argument("--session", type=int, help="session id (default: the newest tune, not a layout probe)")
     export.add_argument("--model", help="the ONNX file, if it moved since tuning")
     export.add_argument("--no-check", action="store_true", help="skip the check against onnxruntime")
     export.add_argument("--runs", type=int, default=RUNS, help="timed runs for each latency")
@@ -542,7 +544,7 @@ def _add_report_command(sub: Any) -> None:
     report = sub.add_parser("report", help="write a session's HTML report with plots, and CSV/JSON records")
     report.add_argument("--db", required=True)
     report.add_argument("--out", required=True, help="folder for report.html, trials.csv, tasks.csv, report.json")
-    report.add_argument("--session", type=int, help="session id (default: the newest)")
+    report.add_argument("--session", type=int, help="session id (default: the newest tune, not a layout probe)")
     report.set_defaults(func=cmd_report)
 
 
@@ -580,7 +582,7 @@ def _add_db_command(sub: Any) -> None:
     sessions.add_argument("--db", required=True)
     tasks = db_sub.add_parser("tasks", help="list a session's tasks: index, name, cluster, status, trials")
     tasks.add_argument("--db", required=True)
-    tasks.add_argument("--session", type=int, help="session id (default: the newest)")
+    tasks.add_argument("--session", type=int, help="session id (default: the newest tune, not a layout probe)")
     db.set_defaults(func=cmd_db)
 
 

@@ -92,12 +92,12 @@ def cmd_steer(args: argparse.Namespace) -> int:
 def task_table_rows(store: Any, session_id: int | None) -> tuple[dict[str, Any], list[list[Any]]]:
     """`bcd db tasks`: the session (default: the newest) and a row per task."""
     from bcd_core.formatting import format_latency
-    from bcd_core.session_view import load_snapshot
+    from bcd_core.session_view import default_session, load_snapshot
 
-    sessions = store.sessions()
-    if not sessions:
+    shown = store.session(session_id) if session_id is not None else default_session(store.sessions())
+    if shown is None:
         raise BcdError(f"{store.path} holds no tuning session; run `bcd tune` first")
-    snapshot = load_snapshot(store, session_id if session_id is not None else sessions[-1]["id"])
+    snapshot = load_snapshot(store, shown["id"])
     rows = [
         [t.index, t.name, t.cluster_key, "yes" if t.is_representative else "", t.status, t.trials]
         + [t.cap if t.cap is not None else "", format_latency(t.best_s)]

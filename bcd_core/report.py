@@ -20,6 +20,7 @@ from bcd_core.session_view import (
     baseline_for,
     load_snapshot,
     session_status_text,
+    strategy_text,
     task_best_curve,
 )
 
@@ -203,7 +204,7 @@ def _html(snapshot: SessionSnapshot, images: dict[str, str], reference_s: float 
     estimate = snapshot.estimated_latency_s
     summary = [
         ("model", html.escape(s["model_name"])),
-        ("strategy", s["strategy"]),
+        ("strategy", html.escape(strategy_text(s))),
         ("target", html.escape(s["target"])),
         ("status", html.escape(session_status_text(s))),
         ("trials", f"{snapshot.trials_done} ({snapshot.failed_trials} failed)"),

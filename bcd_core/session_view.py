@@ -18,6 +18,7 @@ from bcd_core.formatting import counted
 from bcd_core.records.measured import LayoutChoice, session_layout_choice
 from bcd_core.records.states import BUSY_TASK_STATES, REMEMBERED_ORIGINS, SessionStatus, TaskStatus, TrialOrigin
 from bcd_core.records.store import RecordStore
+from bcd_core.records.timing import session_layout
 from bcd_core.tuning.options import STOCK
 
 # The states a task goes through, in the order a user sees them.
@@ -156,6 +157,41 @@ def session_status_text(session: dict[str, Any]) -> str:
     if status == SessionStatus.RUNNING or not reason or status == SessionStatus.COMPLETED:
         return status
     return reason if reason.startswith(status) else f"{status}: {reason}"
+
+
+def continues_its_probe(session: dict[str, Any]) -> bool:
+    """Whether the session is a tune about to go on from its layout probe: it began as the
+    probe (records/sessions.py, `continue_as_tune`) and has no trials of its own yet."""
+    probe_trials = session.get("probe_trials")
+    return probe_trials is not None and int(session.get("trials_done") or 0) == int(probe_trials)
+
+
+def is_layout_probe(session: dict[str, Any]) -> bool:
+    """A probe that lost (or was stopped) still says so in its settings (tuning/layout_choice.py)."""
+    return bool(json.loads(session.get("settings") or "{}").get("layout_probe"))
+
+
+def default_session(sessions: Sequence[dict[str, Any]], running: Sequence[int] = ()) -> dict[str, Any] | None:
+    """The session a reader shows, exports or reports when none is named: the newest an engine
+    tunes now (ids in `running`), else the newest that is not a layout probe, else the newest.
+    A first tune's losing probe is stored after the tune that went on from the winning one, so
+    "the newest" alone would be the model the tune measured and dropped."""
+    live = [s for s in sessions if s["id"] in running]
+    tunes = [s for s in sessions if not is_layout_probe(s)]
+    chosen = live or tunes or list(sessions)
+    return chosen[-1] if chosen else None
+
+
+def strategy_text(session: dict[str, Any]) -> str:
+    """The session's strategy, and its part in choosing the layout where it had one: a probe
+    says so in its settings; a tune that went on from its probe keeps the probe's trial count."""
+    strategy = str(session.get("strategy") or "")
+    layout = session_layout({"settings": session.get("settings")})
+    if is_layout_probe(session):
+        return f"{strategy}, {layout} layout probe"
+    if session.get("probe_trials") is not None:
+        return f"{strategy}, went on from its {layout} probe"
+    return strategy
 
 
 def eta_by_clock(

@@ -20,7 +20,7 @@ from PySide6.QtCore import QObject, QThread, QTimer, Signal
 from bcd_core.errors import BcdError
 from bcd_core.records.states import SessionStatus
 from bcd_core.records.store import RecordStore
-from bcd_core.session_view import SessionSnapshot, load_snapshot
+from bcd_core.session_view import SessionSnapshot, continues_its_probe, load_snapshot
 from bcd_core.tuning.channel import RemoteControl
 from bcd_core.tuning.control import ControlRequest, RequestKind
 from bcd_core.tuning.engine_process import EngineLaunch, EngineProcess
@@ -111,7 +111,9 @@ class SessionWatcher(QThread):
         snapshot = load_snapshot(store, session_id)
         elapsed = float(snapshot.session["elapsed_s"] or 0)
         done = snapshot.trials_done
-        self.event.emit(SessionStarted(session_id, done > 0, len(snapshot.tasks), snapshot.trials_total, done, elapsed))
+        counts = (len(snapshot.tasks), snapshot.trials_total, done)
+        continues_probe = continues_its_probe(snapshot.session)
+        self.event.emit(SessionStarted(session_id, done > 0, *counts, elapsed, continues_probe=continues_probe))
 
 
 def _round_event(row: dict, snapshot: SessionSnapshot) -> RoundFinished:

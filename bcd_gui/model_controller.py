@@ -10,7 +10,7 @@ from bcd_core.errors import BcdError
 from bcd_core.export import session_target
 from bcd_core.records.store import RecordStore
 from bcd_core.reference import known_reference, known_session_reference, reference_spread, stored_reference
-from bcd_core.session_view import SessionSnapshot, preview_snapshot, untuned_of
+from bcd_core.session_view import SessionSnapshot, default_session, preview_snapshot, untuned_of
 from bcd_core.steering_preview import preview_with_requests
 from bcd_core.target import parse_target
 from bcd_core.tuning.control import TuningControl
@@ -73,8 +73,8 @@ class ModelController(Controller):
             win.status_text.setText(f"{path.name} holds no tuning session yet")
             win.update_actions()
             return
-        running = [s for s in sessions if win.reader.engine_running(s["id"])]
-        shown = running[-1] if running else sessions[-1]
+        running = [s["id"] for s in sessions if win.reader.engine_running(s["id"])]
+        shown = default_session(sessions, running) or sessions[-1]
         win.show_session(shown["id"])
         # Without the model file nothing is timed here; a reference timed earlier is shown.
         self._reference_measured(known_session_reference(win.reader, shown))
@@ -130,8 +130,9 @@ class ModelController(Controller):
         preview = self._preview()
         stored = [s for s in win.reader.sessions() if s["model_hash"] == win.model_hash] if win.reader else []
         win.workspace.show_results()
-        if stored:
-            win.show_session(stored[-1]["id"])
+        shown = default_session(stored)
+        if shown is not None:
+            win.show_session(shown["id"])
         else:
             win.show_snapshot(preview)
         win.tree.expandAll()

@@ -28,7 +28,13 @@ from PySide6.QtWidgets import (
 from bcd_core.formatting import counted, format_duration, format_flops, format_latency
 from bcd_core.model_import import parse_input_shapes
 from bcd_core.records.states import REMEMBERED_ORIGINS, SessionStatus
-from bcd_core.session_view import Provenance, SessionSnapshot, estimate_with_untuned, session_status_text
+from bcd_core.session_view import (
+    Provenance,
+    SessionSnapshot,
+    estimate_with_untuned,
+    session_status_text,
+    strategy_text,
+)
 from bcd_core.tuning.options import Option, panel_options
 from bcd_core.tuning.settings import TuneSettings
 
@@ -453,7 +459,7 @@ class SessionsPanel(QWidget):
             values = (
                 s["id"],
                 s["model_name"],
-                s["strategy"],
+                strategy_text(s),
                 self._status_text(s),
                 s["trials_done"],
                 format_latency(s["estimated_latency_s"]),

@@ -32,14 +32,13 @@ GPU_RESULT = "transformer_encoder_l2-bench.json"
 CODE = "commits d7de03c and 8ccedb7"  # the code the CPU set was measured with
 GPU_MILESTONES = "milestones-check.json"  # the latest code's check there
 GPU_CODE = "commit bf0421e"  # the code the GPU pair was measured with
-LAYOUT_SET = "docs/bench/layout-znver3"  # experiments/layout_race.py outputs, one JSON per model
 UNSTEADY_SPREAD = 0.5  # a milestone timing whose runs spread more than this was disturbed
 GAP_SET = "docs/bench/gap-znver3"
 # `bcd bench` of the current code, BCD with --layout auto (blocked convolutions where they win):
 # models benched here supersede their row in the README's table.
 CURRENT_SET = "docs/bench/blocked-znver4"
 # The code each model of the current set was benched with ("*": the others).
-CURRENT_CODE = {"*": "8e9cad5", "squeezenet1_1": "b45db27", "unseen_cnn": "5fc13e7"}
+CURRENT_CODE = {"*": "8e9cad5", "squeezenet1_1": "b45db27", "unseen_cnn": "5fc13e7", "mobilenet_v2": "32e49f8"}
 SLOW_SPELL = 0.10  # onnxruntime this much slower in turns than alone: the host slowed meanwhile
 UNCOMPILED_WHY = (
     "Its store held a serial twin of the global average pool whose parsing made TVM write into the"
@@ -281,7 +280,7 @@ def head(results: list[Result]) -> list[str]:
         f"{first.seeds} runs a side",
         f"(seeds 0-{first.seeds - 1}, stock and BCD in turns), {first.trials_per_round} candidates per round, "
         "cold: no tuning memory,",
-        f"one bench at a time with nothing else running. Code: {CODE};",
+        f"one bench at a time with nothing else running. Code: each table's last column ({CODE} where it says older);",
         "`experiments/strategy_parity.py` checks that a later version of the default strategy tunes the same.",
         "",
     ]
@@ -323,6 +322,7 @@ def speed_section(results: list[Result]) -> list[str]:
                 f"{c.first_estimate_mean_s:.0f} ({c.baseline_first_estimate_mean_s:.0f})",
                 equal_time_cell(c),
                 f"{c.trial_cost_ratio:.2f}",
+                code_of(r),
             ]
         )
     header = [
@@ -337,6 +337,7 @@ def speed_section(results: list[Result]) -> list[str]:
         "first full estimate s, BCD (stock)",
         "estimate ms at ¼, ½ and all of stock's time, BCD (stock)",
         "time per trial, BCD / stock",
+        "code",
     ]
     speedups = [r.bcd.mean_speedup for r in results if r.bcd.mean_speedup]
     every_pair = [r.model.short for r in results if r.bcd.reached == len(r.bcd.pair_speedups)]
@@ -348,9 +349,11 @@ def speed_section(results: list[Result]) -> list[str]:
         f"- **BCD's mean curve reaches stock's final mean estimate sooner on all {len(results)} models,"
         f" {min(speedups):.2f}-{max(speedups):.2f}x.**",
         f"  All 9 cross pairs reached it on {words(every_pair)}.",
-        "- BCD ends lower on the CNNs, whose many convolutions share clusters: "
+        "- BCD ends lower on the CNNs: "
         + ", ".join(f"{r.model.short} {percent_below(r.bcd.final_ratio)}" for r in lower)
-        + " stock's final.",
+        + " stock's final. With the current code BCD's convolutions are blocked where its probe measured",
+        "  that faster (all four CNNs), and stock's are NCHW, as stock MetaSchedule tunes them; the older rows",
+        "  tuned both sides in NCHW, where clusters of similar convolutions gave BCD its lead.",
         f"- On {transformer.model.short} ({x(transformer.bcd.mean_speedup)}, {transformer.bcd.reached} of 9"
         " pairs) BCD's curve lies below",
         f"  stock's for most of the tune, then stock catches up: both end level ({ms(transformer.bcd.final_mean_s)}"
@@ -368,8 +371,16 @@ def speed_section(results: list[Result]) -> list[str]:
         "",
     ]
     for r in results:
-        lines.append(f"![{r.model.label}](bench/{Path(CPU_SET).name}/{r.model.stem}-{r.trials_per_task}-curves.png)")
+        plot = Path(r.matrix_path.removesuffix(".json") + "-curves.png")
+        lines.append(f"![{r.model.label}]({plot.relative_to('docs')})")
     return lines + [""]
+
+
+def code_of(r: Result) -> str:
+    """The commit a result was benched with: the current set's, or the older set's."""
+    if not r.matrix_path.startswith(CURRENT_SET):
+        return "older"
+    return CURRENT_CODE.get(r.model.stem, CURRENT_CODE["*"])
 
 
 def compiled_section(results: list[Result]) -> list[str]:
@@ -396,12 +407,12 @@ def compiled_section(results: list[Result]) -> list[str]:
         "measured / estimate",
     ]
     ahead = [r for r in results if r.median_measured("bcd") < r.data.onnxruntime_ms]
-    behind = [r for r in results if r.median_measured("bcd") >= r.data.onnxruntime_ms]
-    ratio = [r.median_measured("bcd") / r.data.onnxruntime_ms for r in behind]
     faster = [r.data.onnxruntime_ms / r.median_measured("bcd") for r in ahead]
     return [
-        "### The compiled models against onnxruntime",
+        "### The older code's compiled models against onnxruntime",
         "",
+        "The models the current code has not been benched on yet (the transformers and the MLP, which have",
+        "no convolutions, so the layout probe would not run on them).",
         "After its tunes `bcd bench` compiles every run's model and times all of them and onnxruntime in turns",
         "(50 runs each, the median). The table gives the median over the three runs of each side, the",
         "onnxruntime figure timed with them, and onnxruntime's probes taken before each tune (the machine's",
@@ -410,19 +421,10 @@ def compiled_section(results: list[Result]) -> list[str]:
         "",
         *table(header, rows),
         "",
-        f"- **onnxruntime is faster on the CNNs** ({words([r.model.short for r in behind])}): their tuned models"
-        f" take {span(ratio)}x",
-        "  its time. Its default graph optimizations turn convolutions into MLAS's blocked NCHWc kernels with",
-        "  pre-packed weights. These runs tuned Relax's NCHW `conv2d` (the code then had no other layout),",
-        '  whose design space holds no such kernels; "Blocked convolutions" below measures the blocked layout.',
         f"- **bcd is faster on the transformers and the MLP** ({words([r.model.short for r in ahead])}):"
         f" {span(faster)}x faster than",
         "  onnxruntime, with `--math fast`, the default (erf, exp, tanh and softmax as TVM's vectorized",
         "  approximations; export checks the outputs against onnxruntime's).",
-        "- Single figures moved with the host. In the ResNet-18 bench onnxruntime read"
-        f" {by_stem(results, 'resnet18').data.onnxruntime_ms:.1f} ms after the tunes,",
-        "  above all its probes, and one SqueezeNet run's modules (stock and BCD) were timed in",
-        '  a slow episode (the top of their ranges). "What limits these figures" says why.',
         "",
     ]
 
@@ -711,65 +713,6 @@ def gpu_milestones_check() -> list[str]:
     ]
 
 
-def search_estimate_ms(run: dict) -> float:
-    """The search's own final estimate (single timings); the session's is re-timed."""
-    final = run["milestones"][-1] if run["milestones"] else {}
-    return (final.get("search_estimate_s") or run["estimate_s"]) * 1e3
-
-
-def layout_cell(run: dict) -> str:
-    """Estimates (the search's / re-timed) / measured in turns (over the re-timed estimate) /
-    timed at the tune's end."""
-    estimate = run["estimate_s"] * 1e3
-    final = run["milestones"][-1] if run["milestones"] else None
-    tuned = f" / {milli(final['measured_latency_s'] * 1e3)}" if final else ""
-    if final and final["spread"] > UNSTEADY_SPREAD:
-        tuned += f" (unsteady, spread {final['spread']:.1f})"
-    estimates = f"{milli(search_estimate_ms(run))} / {milli(estimate)}"
-    return f"{estimates} / {milli(run['measured_ms'])} ({run['measured_ms'] / estimate:.2f}x){tuned}"
-
-
-def layout_row(data: dict) -> list[str]:
-    ort = data["onnxruntime_ms"]
-    results = data["results"]
-    choice = data["auto_choice"]
-    if choice is None:
-        probe = "not probed"
-    elif choice.get("blocked_s"):
-        probe = f"{choice['layout']} ({milli(choice['nchw_s'] * 1e3)} / {milli(choice['blocked_s'] * 1e3)} ms)"
-    else:
-        probe = choice["layout"]
-    ratios = " / ".join(f"{results[layout]['measured_ms'] / ort:.2f}" for layout in ("nchw", "blocked"))
-    name = f"{data['model'].removesuffix('.onnx')}, {data['trials_per_task']}/task"
-    return [name, layout_cell(results["nchw"]), layout_cell(results["blocked"]), milli(ort), ratios, probe]
-
-
-def layout_findings(by_model: dict[str, dict]) -> list[str]:
-    def measured(data: dict, layout: str) -> float:
-        return data["results"][layout]["measured_ms"]
-
-    def gap(data: dict) -> str:
-        blocked = data["results"]["blocked"]
-        retimed, searched = blocked["estimate_s"] * 1e3, search_estimate_ms(blocked)
-        return f"{x(measured(data, 'blocked') / retimed)} ({x(measured(data, 'blocked') / searched)} the search's)"
-
-    lines = ['Blocked, with the register-tiled sketch (design.md, "Convolution layouts"), the exported model:']
-    for name, data in by_model.items():
-        lines.append(
-            f"- {name}: {x(measured(data, 'nchw') / measured(data, 'blocked'))} faster than NCHW, "
-            f"{x(measured(data, 'blocked') / data['onnxruntime_ms'])} onnxruntime's time at "
-            f"{data['trials_per_task']} trials per task; measured over estimate {gap(data)}."
-        )
-    return [
-        *lines,
-        "",
-        "One seed each, on a machine whose speed drifts (onnxruntime's own SqueezeNet time moved by 40 %",
-        "between runs an hour apart), so only the ratios timed in turns compare. The unseen CNN is",
-        "MobileNetV3-style (hard-swish everywhere), the unseen ResNet has bottleneck blocks",
-        "(experiments/make_unseen_*.py).",
-    ]
-
-
 def gap_lines(summary: dict) -> list[str]:
     """Where one exported model's time goes against its estimate (experiments/e2e_gap.py)."""
     name = summary["model"].removesuffix(".onnx")
@@ -809,40 +752,16 @@ def gap_section() -> list[str]:
 
 
 def layout_section() -> list[str]:
-    files = sorted(Path(ROOT, LAYOUT_SET).glob("*.json"))
-    if not files:
+    gaps = gap_section()
+    if not gaps:
         return []
-    runs = [json.loads(path.read_text()) for path in files]
-    first = runs[0]
-    header = [
-        "model, trials",
-        "NCHW: estimate, search / re-timed / measured (ratio) / in tune, ms",
-        "blocked: the same",
-        "onnxruntime ms",
-        "NCHW / blocked over onnxruntime",
-        "auto's pick (its probes, NCHW / blocked)",
-    ]
-    command = "python experiments/layout_race.py MODEL runs/layout --trials-per-task N --seed 0 --probe"
     return [
-        "## Blocked convolutions",
+        "## Where a blocked model's time goes",
         "",
-        f"One seed per model on another machine (`{first['target']}`: Zen 3, AVX2, {first['threads']} threads): BCD",
-        "tuned each model in NCHW and in NCHW8c, then both exported models and onnxruntime were timed in",
-        'turns (100 runs each, the median): "measured", with measured over the re-timed estimate in brackets.',
-        "The estimates: the search's (each task's best single timing) and the session's final one, each",
-        'leading program timed again (design.md, "From ONNX to tasks"). "In tune" is the same model as the',
-        "tune timed it at its end (tuning/milestones.py). The last column is what",
-        "`--layout auto` picked, with the compiled models of its two probe tunes (4 trials per task).",
+        "One blocked BCD tune per model on another machine (`llvm znver3 x2`: Zen 3, AVX2, 2 threads), its",
+        "exported model taken apart call by call.",
         "",
-        "```sh",
-        command,
-        "```",
-        "",
-        *table(header, [layout_row(data) for data in runs]),
-        "",
-        *layout_findings({data["model"].removesuffix(".onnx"): data for data in runs}),
-        "",
-        *gap_section(),
+        *gaps,
     ]
 
 
@@ -963,7 +882,7 @@ def current_section(results: list[Result]) -> list[str]:
         *machine_drift(results),
         *disturbed_timings(results),
         *uncompiled_runs(results),
-        f"- Benched with this code: {len(results)} of the {len(MODELS)} models; the tables below: older code.",
+        f"- Benched with this code: {len(results)} of the {len(MODELS)} models; the other rows below are older code.",
         "",
     ]
 
@@ -971,19 +890,20 @@ def current_section(results: list[Result]) -> list[str]:
 def document() -> tuple[str, list[str]]:
     results = [load_result(model) for model in MODELS]
     current = current_results()
+    newest = {r.model.stem: r for r in current}
+    merged = [newest.get(r.model.stem, r) for r in results]
     lines = [
         *head(results),
         *current_section(current),
-        *speed_section(results),
-        *compiled_section(results),
+        *speed_section(merged),
+        *compiled_section([r for r in results if r.model.stem not in newest]),
         *layout_section(),
         *reproduce_section(results),
         *columns_section(),
         *limits_section(results),
         *gpu_section(),
     ]
-    newest = {r.model.stem: r for r in current}
-    return "\n".join(lines).rstrip("\n") + "\n", readme_table([newest.get(r.model.stem, r) for r in results])
+    return "\n".join(lines).rstrip("\n") + "\n", readme_table(merged)
 
 
 def main() -> int:

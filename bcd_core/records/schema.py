@@ -71,6 +71,7 @@ TABLES: dict[str, Table] = {
             "stop_reason": str,  # why the session's last run ended (tuning/stopping.py)
             "time_budget_s": float,  # the clock its latest run was given (None: trials only)
             "probe_s": float,  # spent measuring the layout first (on its clock, not on a time budget)
+            "probe_trials": int,  # the trials it began with as its layout probe (tuning/layout_choice.py)
         }
     ),
     "workloads": Table({"id": int, "shash": str, "workload": str}, indexes=(Index(("shash",)),)),
@@ -258,7 +259,7 @@ TABLES_ADDED_LATER = (
 COLUMNS_ADDED_LATER = {
     "model_latency": ("search_estimate_s",),
     "reference": ("spread",),
-    "sessions": ("stop_reason", "time_budget_s", "probe_s"),
+    "sessions": ("stop_reason", "time_budget_s", "probe_s", "probe_trials"),
 }
 
 # Covering indexes for what viewers read per session (session_view): trial counts and best

@@ -17,6 +17,7 @@ class SessionStarted:
     # What a time budget adds to the session's clock (tuning/stopping.py): earlier runs' timings
     # of the compiled model, less the layout probe.
     budget_offset_s: float = 0.0
+    continues_probe: bool = False  # the session is the layout probe this tune continues
 
 
 @dataclass(frozen=True)

@@ -415,9 +415,8 @@ class TuningRun:
     def start(self) -> None:
         session = self.store.session(self.session_id)
         offset = budget_offset_s(session, self.store.model_latencies(self.session_id))
-        started = SessionStarted(
-            self.session_id, self.resumed, len(self.tasks), self.trials_total, self.trials_done, self.elapsed(), offset
-        )
+        counts = (len(self.tasks), self.trials_total, self.trials_done)
+        started = SessionStarted(self.session_id, self.resumed, *counts, self.elapsed(), offset, self.continues_probe)
         self.emit(started)
         verb = "continues its layout probe" if self.continues_probe else "resumed" if self.resumed else "started"
         self.message(

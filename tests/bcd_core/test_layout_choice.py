@@ -11,8 +11,10 @@ import tvm
 
 from bcd_core.records.measured import session_layout_choice
 from bcd_core.records.store import RecordStore
+from bcd_core.session_view import continues_its_probe, default_session, strategy_text
 from bcd_core.target import host_target, target_key
 from bcd_core.tuning import layout_choice
+from bcd_core.tuning.events import SessionStarted
 from bcd_core.tuning.layout_choice import WIN_MARGIN, ProbeRun, choose_layout
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.tune import run_session
@@ -47,6 +49,15 @@ def test_no_measurement_where_the_answer_is_known(
     assert any("NCHWc" in task.name for task in prepared.tasks)
 
 
+def test_a_reader_shows_the_tune_not_the_probe_stored_after_it() -> None:
+    probe = '{"conv_layout": "nchw", "layout_probe": true}'
+    tune, loser, other = {"id": 1, "settings": "{}"}, {"id": 2, "settings": probe}, {"id": 3, "settings": probe}
+    assert default_session([tune, loser])["id"] == 1
+    assert default_session([tune, loser], running=[2])["id"] == 2  # the probe an engine measures now
+    assert default_session([loser, other])["id"] == 3  # only probes: a stopped first tune's
+    assert default_session([]) is None
+
+
 def flip_stored_choice(store: RecordStore, model: Path, settings: TuneSettings, layout: str) -> None:
     """A newer stored choice of `layout` for the model (as if measured again since)."""
     key = target_key(host_target())
@@ -73,7 +84,8 @@ def test_a_tune_measures_its_layout_records_it_and_a_resumed_session_keeps_it(
     monkeypatch.setattr(layout_choice, "PROBE_TRIALS_PER_TASK", 2)
     db = tmp_path / "tune.db"
     settings = auto(trials_per_task=3)
-    first = run_session(mobile_cnn, db, host_target(), settings)
+    events: list = []
+    first = run_session(mobile_cnn, db, host_target(), settings, [events.append])
     store = RecordStore(db)
     session = store.session(first.session_id)
     chosen = json.loads(session["settings"])["conv_layout"]
@@ -97,13 +109,24 @@ def test_a_tune_measures_its_layout_records_it_and_a_resumed_session_keeps_it(
     assert any("NCHWc" in task.name for task in first.tasks) == (chosen == "blocked")
     messages = [event["message"] for event in store.events(first.session_id)]
     assert any(m.startswith("layout: ") for m in messages) and any("continues its layout probe" in m for m in messages)
+    started = [e for e in events if isinstance(e, SessionStarted) and e.session_id == first.session_id]
+    # The probe's own start, then the tune's: the dashboard must not say the tune was resumed.
+    assert [e.continues_probe for e in started] == [False, True]
+    session = store.session(first.session_id)
+    assert session["probe_trials"] == 2 * tasks and not continues_its_probe(session)
+    assert continues_its_probe({**session, "trials_done": 2 * tasks}), "a watcher would say 'Resuming'"
+    assert strategy_text(session) == f"bcd, went on from its {chosen} probe"
+    assert strategy_text(loser) == f"bcd, {json.loads(loser['settings'])['conv_layout']} layout probe"
+    assert default_session(store.sessions())["id"] == first.session_id, "export would take the losing probe"
     monkeypatch.setattr(layout_choice, "probe_layouts", no_probe)
     again, _ = choose_layout(db, mobile_cnn, host_target(), ProbeRun(auto(trials_per_task=3), no_probe))
     assert again.layout == chosen and again.nchw_s == recorded.nchw_s  # stored, whatever the budget
     other_layout = "nchw" if chosen == "blocked" else "blocked"
     flip_stored_choice(store, mobile_cnn, settings, other_layout)
     store.set_total_budget(first.session_id, first.trials_done + tasks)
-    resumed = run_session(mobile_cnn, db, host_target(), settings, resume_session_id=first.session_id)
+    events.clear()
+    resumed = run_session(mobile_cnn, db, host_target(), settings, [events.append], resume_session_id=first.session_id)
+    assert [e.continues_probe for e in events if isinstance(e, SessionStarted)] == [False]
     assert resumed.session_id == first.session_id and resumed.trials_done > first.trials_done
     assert json.loads(store.session(first.session_id)["settings"])["conv_layout"] == chosen
     assert any("NCHWc" in task.name for task in resumed.tasks) == (chosen == "blocked")

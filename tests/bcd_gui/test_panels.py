@@ -177,3 +177,13 @@ def test_a_session_stopped_by_a_rule_says_why(qtbot) -> None:
     qtbot.addWidget(overview)
     overview.show_snapshot(SessionSnapshot(session=row, tasks=[], clusters=[], timeline=[], metrics=[]), {})
     assert overview.values["session"].text() == "#1 bcd, stopped: time budget of 3 min spent"
+
+
+def test_the_sessions_list_tells_a_layout_probe_and_the_tune_that_went_on_from_one(qtbot) -> None:
+    panel = SessionsPanel()
+    qtbot.addWidget(panel)
+    probe = {**session_row(1, "completed"), "settings": '{"conv_layout": "nchw", "layout_probe": true}'}
+    tune = {**session_row(2, "running"), "settings": '{"conv_layout": "blocked"}', "probe_trials": 8}
+    panel.show_sessions([probe, tune, session_row(3, "stopped")])
+    strategies = {panel.table.item(r, 0).text(): panel.table.item(r, 2).text() for r in range(3)}
+    assert strategies == {"1": "bcd, nchw layout probe", "2": "bcd, went on from its blocked probe", "3": "bcd"}
