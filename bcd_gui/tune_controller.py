@@ -122,8 +122,9 @@ class TuneController(Controller):
         status_text = self.win.status_text
         if isinstance(event, SessionStarted):
             self.win.sessions.set_live(event.session_id)
-            verb = "Tuning on from the layout probe in" if event.continues_probe else "Resuming"
-            verb = verb if event.resumed else "Started"
+            verb = "Started" if not event.resumed else "Resuming"
+            if event.continues_probe:
+                verb = "Tuning on from the layout probe in"
             status_text.setText(
                 f"{verb} session {event.session_id}: {event.num_tasks} tasks, {event.trials_total} trials"
             )
