@@ -38,6 +38,7 @@ from bcd_core.model_import import import_model, random_inputs
 from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.store import RecordStore
 from bcd_core.records.timing import session_layout, session_timing
+from bcd_core.session_view import default_session
 from bcd_core.target import describe_target, target_key
 from bcd_core.tasks import Task, extract_tasks
 from bcd_core.timing import time_in_turns, time_runs
@@ -197,9 +198,10 @@ def print_table(
 
 
 def open_session(store: RecordStore, model: Path, session_id: int | None = None):
-    """A session of the store (its newest by default), its target, the model imported as it
-    was tuned, and the store's records as MetaSchedule's database for that target."""
-    session = store.session(session_id) if session_id else store.sessions()[-1]
+    """A session of the store (by default the one `bcd export` takes: the newest tune, not a
+    layout probe stored after it), its target, the model imported as it was tuned, and the
+    store's records as MetaSchedule's database for that target."""
+    session = store.session(session_id) if session_id else default_session(store.sessions())
     target = session_target(session)
     imported = import_model(
         model, session_input_shapes(session), session_math(session), session_layout(session), target
@@ -212,7 +214,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("store", type=Path)
     parser.add_argument("model", type=Path)
-    parser.add_argument("--session", type=int, help="default: the store's newest session")
+    parser.add_argument("--session", type=int, help="default: the session bcd export takes")
     parser.add_argument("--repeat", type=int, default=50)
     parser.add_argument("--json", type=Path, help="also write the summary here (docs/benchmarks.md reads it)")
     parser.add_argument(
