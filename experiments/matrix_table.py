@@ -1,7 +1,7 @@
 """Print the Markdown table of a `bcd bench --seeds N` matrix from its saved JSON (every column
 `bcd bench` prints; docs/benchmarks.md is written by benchmarks_doc.py).
 
-    python experiments/matrix_table.py docs/bench/kernel-threads-znver4/squeezenet1_1-32.json [more ...]
+    python experiments/matrix_table.py docs/bench/blocked-znver4/squeezenet1_1-32.json [more ...]
 
 With --reach it also prints, per model and strategy, when the mean curves reach stock's first
 full estimate and stock's final (a mean curve starts once every run has its first full estimate);

@@ -37,9 +37,7 @@ from bcd_core.tuning.run import PreparedModel, TuningRun, estimated_latency, pre
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.stand_ins import model_best
 
-PROBE_TRIALS_PER_TASK = 4  # at most; fewer when the tune's budget is small (probe_trials_per_task)
-PROBE_SHARE = 4  # a probe gives each task at most this fraction of the tune's trials per task...
-MIN_PROBE_TRIALS = 2  # ...but never fewer than this (or the tune's own), or one candidate would decide
+PROBE_TRIALS_PER_TASK = 4  # or fewer, when the tune itself gives each task fewer
 WIN_MARGIN = 0.05  # blocked must make the compiled model this much faster to be chosen
 
 
@@ -85,16 +83,8 @@ class ProbeRun:
     say: Callable[[str], None] = lambda text: None
 
 
-def probe_trials_per_task(trials_per_task: int) -> int:
-    """Each probe's trials per task: a quarter of the tune's, between 2 and 4. The losing probe's
-    time is what measuring the layout costs the tune, so at small budgets it must stay a small
-    share: at 8 trials per task two probes of 4 would spend as much as the tune itself."""
-    share = min(PROBE_TRIALS_PER_TASK, trials_per_task // PROBE_SHARE)
-    return min(trials_per_task, max(MIN_PROBE_TRIALS, share))
-
-
 def probe_settings(settings: TuneSettings, layout: str) -> TuneSettings:
-    trials = probe_trials_per_task(settings.trials_per_task)
+    trials = min(PROBE_TRIALS_PER_TASK, settings.trials_per_task)
     return replace(settings, conv_layout=layout, trials_per_task=trials, trials_per_round=trials, layout_probe=True)
 
 

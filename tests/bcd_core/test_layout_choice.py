@@ -49,17 +49,6 @@ def test_no_measurement_where_the_answer_is_known(
     assert any("NCHWc" in task.name for task in prepared.tasks)
 
 
-def test_the_probes_stay_a_small_share_of_a_small_budget() -> None:
-    """Two probes of 4 trials per task would cost a tune of 8 as much as the tune itself: each
-    probe gets a quarter of the tune's trials per task, between 2 and 4, never more than the tune."""
-    probe = layout_choice.probe_settings
-    budgets = (1, 2, 4, 8, 12, 16, 64)
-    trials = {budget: probe(auto(trials_per_task=budget), "nchw").trials_per_task for budget in budgets}
-    assert trials == {1: 1, 2: 2, 4: 2, 8: 2, 12: 3, 16: 4, 64: 4}
-    settings = probe(auto(trials_per_task=8), "blocked")
-    assert settings.layout_probe and settings.conv_layout == "blocked" and settings.trials_per_round == 2
-
-
 def test_a_reader_shows_the_tune_not_the_probe_stored_after_it() -> None:
     probe = '{"conv_layout": "nchw", "layout_probe": true}'
     tune, loser, other = {"id": 1, "settings": "{}"}, {"id": 2, "settings": probe}, {"id": 3, "settings": probe}
