@@ -42,7 +42,7 @@ CURRENT_CODE = {
     "unseen_cnn": "5fc13e7",
     "mobilenet_v2": "32e49f8",
     "resnet18": "8e9cad5",
-    "unseen_effnet": "6f5adf4",
+    "unseen_effnet": "1476385",
 }
 SLOW_SPELL = 0.10  # onnxruntime this much slower in turns than alone: the host slowed meanwhile
 UNCOMPILED_WHY = (
@@ -51,6 +51,7 @@ UNCOMPILED_WHY = (
 )
 RESNET18_GFLOP = 3.64  # `bcd inspect $MODELS/resnet18.onnx`: FLOPs per run
 CLOSE_ENOUGH = 1.10  # measured / estimate the goal allows
+PESSIMISTIC = 0.9  # measured / estimate below this in every run: the estimate timed something wrong
 COLD_CACHES = 1.05  # kernels in the model at most this over their time alone on flushed caches
 
 
@@ -356,7 +357,7 @@ def speed_section(results: list[Result]) -> list[str]:
     speedups = [r.bcd.mean_speedup for r in results if r.bcd.mean_speedup]
     never = [r.model.short for r in results if not r.bcd.mean_speedup]
     every_pair = [r.model.short for r in results if r.bcd.reached == len(r.bcd.pair_speedups)]
-    lower = [r for r in results if r.model.kind == "cnn" and r.bcd.final_ratio and r.bcd.final_ratio <= 0.95]
+    lower = [r for r in results if r.model.kind == "cnn" and r.bcd.final_ratio]
     others = [r for r in results if r.model.kind != "cnn" and r.bcd.final_ratio]
     cnns = [r for r in results if r.model.kind == "cnn"]
     blocked = sum(1 for r in cnns if all(run.layout == "blocked" for run in r.runs("bcd")))
@@ -365,7 +366,7 @@ def speed_section(results: list[Result]) -> list[str]:
         f"- **BCD's mean curve reaches stock's final mean estimate sooner on {len(speedups)} of {len(results)}"
         f" models, {min(speedups):.2f}-{max(speedups):.2f}x**" + (f"; never on {words(never)}." if never else "."),
         f"  All 9 cross pairs reached it on {words(every_pair)}.",
-        "- BCD ends lower on the CNNs: "
+        "- Where BCD ends on the CNNs: "
         + ", ".join(f"{r.model.short} {percent_below(r.bcd.final_ratio)}" for r in lower)
         + f" stock's final. BCD's convolutions are blocked where its probe measured that faster ({blocked} of"
         f" {len(cnns)}",
@@ -781,6 +782,22 @@ def machine_drift(results: list[Result]) -> list[str]:
     ]
 
 
+def below_estimate(results: list[Result]) -> list[str]:
+    """Models whose compiled model ran well below the estimate: the runner timed some of their
+    kernels on inputs that made them slower than on a model's activations."""
+    found = [r for r in results if max(r.gaps("bcd")) < PESSIMISTIC]
+    if not found:
+        return []
+    named = [f"{r.model.short} ({span(r.gaps('bcd'))}x)" for r in found]
+    return [
+        f"- Measured below the estimate: {words(named)}. Its swish and sigmoid",
+        "  kernels were timed on TVM's fill (uniform in [1, 10]), on which their exp underflows to subnormal",
+        "  numbers, at about twice their time inside the model (`python experiments/e2e_gap.py STORE MODEL",
+        "  --alone`). The runner now fills with values like a model's (bcd_core/tuning/measure/arguments.py);",
+        "  this bench ran before that, so its estimates and its tunes' choices among those kernels were skewed.",
+    ]
+
+
 def disturbed_timings(results: list[Result]) -> list[str]:
     """Runs whose tune's last timing of its model and the timing in turns of the same model
     disagree by more than half: one of the two caught the host in a slow spell."""
@@ -853,6 +870,7 @@ def current_section(results: list[Result]) -> list[str]:
         f"- Still slower than onnxruntime: {words([r.model.short for r in behind]) or 'none of these'}.",
         *machine_drift(results),
         *disturbed_timings(results),
+        *below_estimate(results),
         *uncompiled_runs(results),
         "",
     ]
