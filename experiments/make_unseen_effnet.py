@@ -11,28 +11,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numpy as np
-from onnx import helper
-from onnx_builder import GraphBuilder
+from make_unseen_cnn import Builder as CnnBuilder
 
 # (expansion factor, output channels, kernel, stride, repeats): EfficientNet-B0's stages, narrower.
 STAGES = [(1, 16, 3, 1, 1), (6, 24, 3, 2, 2), (6, 40, 5, 2, 2), (6, 80, 3, 2, 3), (6, 112, 5, 1, 2), (6, 192, 5, 2, 2)]
 SE_RATIO = 0.25
 
 
-class Builder(GraphBuilder):
-    def weight(self, shape: tuple[int, ...]) -> str:
-        return self.random_weight(shape, int(np.prod(shape[1:])))
-
-    def conv(self, x: str, c_in: int, c_out: int, kernel: int, stride: int = 1, group: int = 1) -> str:
-        w = self.weight((c_out, c_in // group, kernel, kernel))
-        bias = self.weight((c_out,))
-        out = self.name("conv")
-        pad = kernel // 2
-        self.nodes.append(
-            helper.make_node("Conv", [x, w, bias], [out], pads=[pad] * 4, strides=[stride] * 2, group=group)
-        )
-        return out
+class Builder(CnnBuilder):
+    """make_unseen_cnn.py's convolutions, with swish and squeeze-and-excitation."""
 
     def swish(self, x: str) -> str:
         return self.op("Mul", [x, self.op("Sigmoid", [x])])
