@@ -581,7 +581,11 @@ def limits_section(results: list[Result]) -> list[str]:
         f"  whole first round robin before it learns from any of it. At {smallest.trials_per_task} trials per task"
         " that is much of",
         f"  stock's tune: on {smallest.model.short} its first full estimate came after"
-        f" {smallest.bcd.baseline_first_estimate_mean_s:.0f} s of {seconds(smallest_stock_s)}.",
+        f" {smallest.bcd.baseline_first_estimate_mean_s:.0f} s of {seconds(smallest_stock_s)}."
+        " The layout probes (4 trials per task",
+        f"  each) weigh most there: BCD took {smallest.bcd.trial_cost_ratio:.2f}x stock's time per trial, the"
+        " losing probe's time on its clock",
+        "  and blocked candidates dearer to build and run than NCHW ones.",
         "  Models whose tasks have few structural relatives (BERT-mini's 14 tasks, the MLP's 4) gain less from",
         "  diffusion; their lead comes from learning from every batch at once and cheaper first rounds.",
         "- **Not covered here.** These are cold tunes: the tuning memory's gain (`bcd bench --memory STORE`",
