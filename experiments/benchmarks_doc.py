@@ -43,6 +43,7 @@ CURRENT_CODE = {
     "mobilenet_v2": "32e49f8",
     "resnet18": "8e9cad5",
     "unseen_effnet": "1476385",
+    "bert_mini_l4_h256": "bd14e57",
 }
 SLOW_SPELL = 0.10  # onnxruntime this much slower in turns than alone: the host slowed meanwhile
 UNCOMPILED_WHY = (
