@@ -34,7 +34,6 @@ GPU_SET = "docs/bench/cuda-8-h200-current"  # the latest check of the CUDA path
 GPU_RESULT = "transformer_encoder_l2-bench.json"
 GPU_MILESTONES = "milestones-check.json"  # the latest code's check there
 GPU_CODE = "commit bf0421e"  # the code the GPU pair was measured with
-UNSTEADY_SPREAD = 0.5  # a milestone timing whose runs spread more than this was disturbed
 # The code each model was benched with ("*": the others).
 CURRENT_CODE = {
     "*": "927ef38",
@@ -46,10 +45,6 @@ CURRENT_CODE = {
     "bert_mini_l4_h256": "bd14e57",
 }
 SLOW_SPELL = 0.10  # onnxruntime this much slower in turns than alone: the host slowed meanwhile
-UNCOMPILED_WHY = (
-    "Its store held a serial twin of the global average pool whose parsing made TVM write into the"
-    " store's copy of that task, which then matched no record (fixed since: records are parsed on a copy)."
-)
 RESNET18_GFLOP = 3.64  # `bcd inspect $MODELS/resnet18.onnx`: FLOPs per run
 CLOSE_ENOUGH = 1.10  # measured / estimate the goal allows
 PESSIMISTIC = 0.9  # measured / estimate below this in every run: the estimate timed something wrong
@@ -836,7 +831,7 @@ def uncompiled_runs(results: list[Result]) -> list[str]:
     if not missing:
         return []
     return [
-        f"- No compiled model, so not in the measured columns: {words(missing)}. {UNCOMPILED_WHY}",
+        f"- No compiled model, so not in the measured columns: {words(missing)} (its bench log says why).",
     ]
 
 

@@ -33,6 +33,11 @@ class Builder(GraphBuilder):
         )
         return out
 
+    def classifier(self, x: str, channels: int, classes: int) -> str:
+        """Global average pool, flatten and a fully connected layer: the logits."""
+        flat = self.op("Flatten", [self.op("GlobalAveragePool", [x])])
+        return self.op("Gemm", [flat, self.weight((classes, channels))], transB=1)
+
     def block(self, x: str, c_in: int, expand: int, c_out: int, kernel: int, stride: int) -> str:
         h = self.op("HardSwish", [self.conv(x, c_in, expand, 1)])
         h = self.op("HardSwish", [self.conv(h, expand, expand, kernel, stride, group=expand)])
@@ -48,10 +53,7 @@ def build(path: Path) -> Path:
         x = b.block(x, channels, expand, c_out, kernel, stride)
         channels = c_out
     x = b.op("HardSwish", [b.conv(x, channels, 320, 1)])
-    pooled = b.op("GlobalAveragePool", [x])
-    flat = b.op("Flatten", [pooled])
-    logits = b.op("Gemm", [flat, b.weight((100, 320))], transB=1)
-    return b.save(path, "unseen_cnn", logits, [1, 3, 160, 160], [1, 100])
+    return b.save(path, "unseen_cnn", b.classifier(x, 320, 100), [1, 3, 160, 160], [1, 100])
 
 
 if __name__ == "__main__":

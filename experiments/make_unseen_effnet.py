@@ -48,10 +48,7 @@ def build(path: Path) -> Path:
             x = b.block(x, channels, expand, c_out, kernel, stride if index == 0 else 1)
             channels = c_out
     x = b.swish(b.conv(x, channels, 640, 1))
-    pooled = b.op("GlobalAveragePool", [x])
-    flat = b.op("Flatten", [pooled])
-    logits = b.op("Gemm", [flat, b.weight((100, 640))], transB=1)
-    return b.save(path, "unseen_effnet", logits, [1, 3, 128, 128], [1, 100])
+    return b.save(path, "unseen_effnet", b.classifier(x, 640, 100), [1, 3, 128, 128], [1, 100])
 
 
 if __name__ == "__main__":

@@ -8,10 +8,9 @@ the model never an estimate. Here integer and boolean tensors are zeros, always 
 Floating-point tensors get values like a model's: normal, centred on zero and small enough
 that a convolution's or matmul's sums stay near 1 (TVM's fill is uniform in [1, 10], so such a
 sum reaches thousands). On those sums exp underflows: a sigmoid, swish or softmax then runs on
-subnormal numbers, which x86 cores handle in microcode, and the candidate is timed at twice what
-it takes on a model's activations (an EfficientNet-style CNN's swish convolutions measured 1.7-2x
-their time on standard-normal inputs and inside the model). The values are drawn once per shape
-in each runner process: drawing them for every candidate would cost more than some runs.
+subnormal numbers, which x86 cores handle in microcode, and the candidate is timed at up to twice
+what it takes on a model's activations. The values are drawn once per shape in each runner
+process: drawing them for every candidate would cost more than some runs.
 """
 
 from __future__ import annotations
