@@ -43,6 +43,7 @@ CURRENT_CODE = {
     "resnet18": "8e9cad5",
     "unseen_effnet": "1476385",
     "bert_mini_l4_h256": "bd14e57",
+    "transformer_encoder_l2": "dd6368c",
 }
 SLOW_SPELL = 0.10  # onnxruntime this much slower in turns than alone: the host slowed meanwhile
 RESNET18_GFLOP = 3.64  # `bcd inspect $MODELS/resnet18.onnx`: FLOPs per run
@@ -217,6 +218,8 @@ def ms_span(values: list[float], digits: int = 3) -> str:
 
 
 def percent_below(ratio: float) -> str:
+    if round(abs(1 - ratio) * 100) == 0:
+        return "level"
     return f"{(1 - ratio) * 100:.0f} % below" if ratio < 1 else f"{(ratio - 1) * 100:.0f} % above"
 
 
