@@ -103,6 +103,15 @@ MODELS = (
         "$MODELS/transformer_encoder_l2.onnx",
         "transformer_encoder_l2-32.json",
     ),
+    Model(
+        "unseen_vit",
+        "unseen vision transformer",
+        "the unseen vision transformer",
+        "transformer",
+        "runs/unseen_vit.onnx",
+        "unseen_vit-32.json",
+        "make_unseen_vit.py",
+    ),
     Model("mlp_mnist", "MNIST MLP", "the MLP", "mlp", "resources/models/mlp_mnist.onnx", "mlp_mnist-32.json"),
 )
 
@@ -139,6 +148,16 @@ class Result:
     @property
     def label(self) -> str:
         return self.model.label + ("" if self.trials_per_task == 32 else f", {self.trials_per_task} trials per task")
+
+    @property
+    def short(self) -> str:
+        """The model in sentences, with its budget where the page holds it at several."""
+        return self.model.short + ("" if self.headline else f" at {self.trials_per_task} trials per task")
+
+    @property
+    def headline(self) -> bool:
+        """The model's result the README, the gap section and the sentences about a model name."""
+        return Path(self.matrix_path).name == self.model.result
 
     def runs(self, strategy: str) -> list[RunResult]:
         return self.data.runs_of(strategy)
@@ -247,7 +266,7 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
 # -- the README's table -------------------------------------------------------------------
 def readme_table(results: list[Result]) -> list[str]:
     rows = []
-    for r in results:
+    for r in (r for r in results if r.headline):
         ours, theirs = r.median_measured("bcd"), r.data.onnxruntime_ms
         tuned, ort = f"{ours:#.3g} ms", f"{theirs:#.3g} ms"
         if ours < theirs:
@@ -311,8 +330,8 @@ def half_time_line(results: list[Result]) -> str:
     for r in results:
         _, ours, stock = next(point for point in r.bcd.equal_time if point[0] == 0.5)
         if ours is not None and stock is not None:
-            ratios[r.model.short] = ours / stock
-    missing = [r.model.short for r in results if r.model.short not in ratios]
+            ratios[r.short] = ours / stock
+    missing = [r.short for r in results if r.short not in ratios]
     spread = ", ".join(f"{name} {percent_below(ratio)}" for name, ratio in ratios.items())
     return f"- At half of stock's time BCD's mean estimate against stock's: {spread}" + (
         f" ({words(missing)}: not every run had a full estimate yet)." if missing else "."
@@ -354,10 +373,11 @@ def speed_section(results: list[Result]) -> list[str]:
         "code",
     ]
     speedups = [r.bcd.mean_speedup for r in results if r.bcd.mean_speedup]
-    never = [r.model.short for r in results if not r.bcd.mean_speedup]
-    every_pair = [r.model.short for r in results if r.bcd.reached == len(r.bcd.pair_speedups)]
+    never = [r.short for r in results if not r.bcd.mean_speedup]
+    every_pair = [r.short for r in results if r.bcd.reached == len(r.bcd.pair_speedups)]
     lower = [r for r in results if r.model.kind == "cnn" and r.bcd.final_ratio]
     others = [r for r in results if r.model.kind != "cnn" and r.bcd.final_ratio]
+    assert all(run.layout == "nchw" for r in others for run in r.runs("bcd")), "a transformer tuned blocked"
     cnns = [r for r in results if r.model.kind == "cnn"]
     blocked = sum(1 for r in cnns if all(run.layout == "blocked" for run in r.runs("bcd")))
     lines = ["### BCD against stock MetaSchedule", "", *table(header, rows), ""]
@@ -366,22 +386,22 @@ def speed_section(results: list[Result]) -> list[str]:
         f" models, {min(speedups):.2f}-{max(speedups):.2f}x**" + (f"; never on {words(never)}." if never else "."),
         f"  All 9 cross pairs reached it on {words(every_pair)}.",
         "- Where BCD ends on the CNNs: "
-        + ", ".join(f"{r.model.short} {percent_below(r.bcd.final_ratio)}" for r in lower)
+        + ", ".join(f"{r.short} {percent_below(r.bcd.final_ratio)}" for r in lower)
         + f" stock's final. BCD's convolutions are blocked where its probe measured that faster ({blocked} of"
         f" {len(cnns)}",
         "  CNNs), stock's are NCHW, as stock MetaSchedule tunes them: much of that lead is the layout,",
         "  which stock's design space does not hold, not the search.",
-        "- Without convolutions (no layout probe; both sides tune the same tasks): "
+        "- Transformers and the MLP (their tasks NCHW on both sides, so both tune the same tasks): "
         + "; ".join(
-            f"{r.model.short}, {r.bcd.reached} of 9 pairs reached, final {ms(r.bcd.final_mean_s)} against"
+            f"{r.short}, {r.bcd.reached} of 9 pairs reached, final {ms(r.bcd.final_mean_s)} against"
             f" {ms(r.bcd.baseline_final_mean_s)} ms ({percent_below(r.bcd.final_ratio)})"
             for r in others
         )
         + ". These tasks have few structural relatives, so diffusion has less to carry; a lead there",
         "  comes from cheaper first rounds and learning from every batch.",
         half_time_line(results),
-        "- The unseen CNNs ("
-        + ", ".join(f"`python experiments/{r.model.maker}`" for r in results if r.model.maker)
+        "- The unseen models ("
+        + ", ".join(f"`python experiments/{r.model.maker}`" for r in results if r.model.maker and r.headline)
         + ") are models none of bcd was developed on.",
         "",
     ]
@@ -392,7 +412,11 @@ def speed_section(results: list[Result]) -> list[str]:
 
 
 def code_of(r: Result) -> str:
-    return CURRENT_CODE.get(r.model.stem, CURRENT_CODE["*"])
+    """The commit a result's tuning code is (`STEM-TPT` before `STEM` before every model's)."""
+    for key in (f"{r.model.stem}-{r.trials_per_task}", r.model.stem):
+        if key in CURRENT_CODE:
+            return CURRENT_CODE[key]
+    return CURRENT_CODE["*"]
 
 
 def reproduce_section(results: list[Result]) -> list[str]:
@@ -403,11 +427,11 @@ def reproduce_section(results: list[Result]) -> list[str]:
         "`MODELS` below is a folder holding the benchmark ONNX files: standard architectures (SqueezeNet 1.1,",
         "ResNet-18, MobileNetV2, BERT-mini with 4 layers of width 256, a 2-layer transformer encoder of width",
         "256) exported at batch 1 with random weights; tuning does not depend on weight values. The MLP is the",
-        "bundled sample, and the unseen CNNs are written by scripts. On an otherwise idle machine (these are",
+        "bundled sample, and the unseen models are written by scripts. On an otherwise idle machine (these are",
         "wall-clock benchmarks), from the repository root:",
         "",
         "```sh",
-        *[f"python experiments/{r.model.maker} {r.model.source}" for r in results if r.model.maker],
+        *[f"python experiments/{r.model.maker} {r.model.source}" for r in results if r.model.maker and r.headline],
         *[r.command for r in results],
         "```",
         "",
@@ -538,7 +562,7 @@ def limits_section(results: list[Result]) -> list[str]:
     all_gaps = [g for r in results for g in r.gaps()]
     spreads = [
         (
-            r.model.short,
+            r.short,
             max(run.final_estimate_s for run in r.runs("bcd")) / min(run.final_estimate_s for run in r.runs("bcd")),
         )
         for r in results
@@ -560,7 +584,7 @@ def limits_section(results: list[Result]) -> list[str]:
         "  cache line's round trip between the two CPUs, which shows such episodes. Figures taken at the",
         "  same moment agree; figures a minute apart may not. That is why `bcd bench` times all modules and",
         "  onnxruntime in turns and records its probes (it warns when they spread more than 15 %;",
-        f"  {probe_spread.model.label}'s spread {span(probe_spread.data.probes_ms)} ms). Three runs of",
+        f"  {probe_spread.short}'s spread {span(probe_spread.data.probes_ms)} ms). Three runs of",
         "  `python experiments/timing_agreement.py runs/bench/squeezenet1_1-32/squeezenet1_1/squeezenet1_1-bcd-seed1.so"
         " $MODELS/squeezenet1_1.onnx --repeat 3`",
         "  (`bcd check`, the bench's measurement, the dashboard's onnxruntime reference and the bench's",
@@ -579,7 +603,7 @@ def limits_section(results: list[Result]) -> list[str]:
         "- **Small budgets.** The first full estimate needs every task measured once, and stock measures its",
         f"  whole first round robin before it learns from any of it. At {smallest.trials_per_task} trials per task"
         " that is much of",
-        f"  stock's tune: on {smallest.model.short} its first full estimate came after"
+        f"  stock's tune: on {smallest.short} its first full estimate came after"
         f" {smallest.bcd.baseline_first_estimate_mean_s:.0f} s of {seconds(smallest_stock_s)}."
         " The layout probes (4 trials per task",
         f"  each) weigh most there: BCD took {smallest.bcd.trial_cost_ratio:.2f}x stock's time per trial, the"
@@ -698,7 +722,8 @@ def time_goes_section(results: list[Result]) -> list[str]:
     quiet = dict(quiet_gaps())
     if not quiet:
         return []
-    labels = {r.model.stem: r.model.short for r in results}
+    results = [r for r in results if r.headline]
+    labels = {r.model.stem: r.short for r in results}
     why: dict[str, list[str]] = {}
     for stem, gap in quiet.items():
         why.setdefault(left_over(gap), []).append(labels.get(stem, stem))
@@ -747,7 +772,15 @@ def time_goes_section(results: list[Result]) -> list[str]:
 
 
 def current_results() -> list[Result]:
-    return [load_result(m) for m in MODELS if (ROOT / CPU_SET / m.result).is_file()]
+    """Every model's headline result, then its results at other budgets (`STEM-TPT.json`), most
+    trials first."""
+    found = []
+    for model in MODELS:
+        names = [model.result] if (ROOT / CPU_SET / model.result).is_file() else []
+        others = [p.name for p in (ROOT / CPU_SET).glob(f"{model.stem}-*.json") if p.name != model.result]
+        names += sorted(others, key=lambda name: -int(name.removesuffix(".json").rsplit("-", 1)[1]))
+        found += [load_result(model, name=name) for name in names]
+    return found
 
 
 def current_row(r: Result) -> list[str]:
@@ -773,7 +806,7 @@ def machine_drift(results: list[Result]) -> list[str]:
     """A slow spell of the host while the compiled models were timed: onnxruntime, the same
     program every time, read slower in turns than alone before the tunes. It falls on both sides
     of BCD / onnxruntime, but only on the measured side of measured / estimate."""
-    ratios = [(r.model.short, r.data.onnxruntime_ms / min(r.data.probes_ms)) for r in results if r.data.probes_ms]
+    ratios = [(r.short, r.data.onnxruntime_ms / min(r.data.probes_ms)) for r in results if r.data.probes_ms]
     slow = words([f"{name} {ratio:.2f}x" for name, ratio in ratios if ratio > 1 + SLOW_SPELL])
     if not slow:
         return []
@@ -791,7 +824,7 @@ def below_estimate(results: list[Result]) -> list[str]:
     found = [r for r in results if max(r.gaps("bcd")) < PESSIMISTIC]
     if not found:
         return []
-    named = [f"{r.model.short} ({span(r.gaps('bcd'))}x)" for r in found]
+    named = [f"{r.short} ({span(r.gaps('bcd'))}x)" for r in found]
     return [
         f"- Measured below the estimate: {words(named)}. Its swish and sigmoid",
         "  kernels were timed on TVM's fill (uniform in [1, 10]), on which their exp underflows to subnormal",
@@ -813,7 +846,7 @@ def disturbed_timings(results: list[Result]) -> list[str]:
             in_turns = run.measured_latency_ms / 1e3
             if max(tuned, in_turns) > 1.5 * min(tuned, in_turns):
                 found.append(
-                    f"{r.model.short}'s seed {run.seed} ({tuned / estimate:.2f}x in the tune, "
+                    f"{r.short}'s seed {run.seed} ({tuned / estimate:.2f}x in the tune, "
                     f"{in_turns / estimate:.2f}x in turns)"
                 )
     if not found:
@@ -826,7 +859,7 @@ def disturbed_timings(results: list[Result]) -> list[str]:
 def uncompiled_runs(results: list[Result]) -> list[str]:
     """Runs whose tune ended without a compiled model: left out of the measured columns."""
     missing = [
-        f"{r.model.short}'s {run.strategy} seed {run.seed}"
+        f"{r.short}'s {run.strategy} seed {run.seed}"
         for r in results
         for run in r.data.runs
         if not run.measured_latency_ms
@@ -870,7 +903,7 @@ def current_section(results: list[Result]) -> list[str]:
         "",
         *table(header, [current_row(r) for r in results]),
         "",
-        f"- Still slower than onnxruntime: {words([r.model.short for r in behind]) or 'none of these'}.",
+        f"- Still slower than onnxruntime: {words([r.short for r in behind]) or 'none of these'}.",
         *machine_drift(results),
         *disturbed_timings(results),
         *below_estimate(results),
