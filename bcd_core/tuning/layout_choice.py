@@ -4,17 +4,19 @@ Blocked convolutions (bcd_core/layout.py) usually tune to faster programs on CPU
 every model. Neither untuned programs nor a few programs of single tasks tell the layouts apart
 (a naive blocked loop nest is no faster than a naive NCHW one; a task's first dozen candidates
 are noise), so the probe is a short tune of the whole model in each layout, and the two compiled
-models are timed: the latency a user would get, layout transforms included. Blocked is chosen
-only when it wins by a margin. The probes are sessions of their own (marked `layout_probe`, so
-no user's tune continues one by chance); a stopped probe resumes with the next tune. The
-winner's session then becomes the tune (`continue_probe`): its trials are the tune's first round
-robin and its timed model the first milestone, so the layout costs the tune the losing probe.
-The choice is stored per model, target, thread count and input shapes, so every later tune of
-the model finds it (and its sessions) without measuring again. Stock MetaSchedule, GPU targets
-and models without a convolution the block fits keep the model's layout, unmeasured."""
+models are timed in turns: the latency a user would get, layout transforms included, with a slow
+spell of the machine falling on both. Blocked is chosen only when it wins by a margin. The
+probes are sessions of their own (marked `layout_probe`, so no user's tune continues one by
+chance); a stopped probe resumes with the next tune. The winner's session then becomes the tune
+(`continue_probe`): its trials are the tune's first round robin and its timed model the first
+milestone, so the layout costs the tune the losing probe. The choice is stored per model,
+target, thread count and input shapes, so every later tune of the model finds it (and its
+sessions) without measuring again. Stock MetaSchedule, GPU targets and models without a
+convolution the block fits keep the model's layout, unmeasured."""
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from contextlib import closing
@@ -24,14 +26,17 @@ from pathlib import Path
 from tvm.target import Target
 
 from bcd_core.errors import ModelLoadError
+from bcd_core.export import library_runner, target_device
 from bcd_core.layout import LayoutMode, vector_block
-from bcd_core.model_import import file_sha256, import_model
+from bcd_core.model_import import file_sha256, import_model, random_inputs
 from bcd_core.records.measured import LayoutChoice, stored_choice
+from bcd_core.records.states import EventKind
 from bcd_core.records.store import RecordStore
 from bcd_core.records.timing import session_layout
 from bcd_core.target import is_gpu, target_key
+from bcd_core.timing import time_in_turns
 from bcd_core.tuning.continuation import known_layout
-from bcd_core.tuning.milestones import FINAL, FIRST_ESTIMATE
+from bcd_core.tuning.milestones import FINAL, FIRST_ESTIMATE, compile_run, timing_on
 from bcd_core.tuning.options import AUTO_LAYOUT, STOCK
 from bcd_core.tuning.run import PreparedModel, TuningRun, estimated_latency, prepare_model
 from bcd_core.tuning.settings import TuneSettings
@@ -39,6 +44,7 @@ from bcd_core.tuning.stand_ins import model_best
 
 PROBE_TRIALS_PER_TASK = 4  # or fewer, when the tune itself gives each task fewer
 WIN_MARGIN = 0.05  # blocked must make the compiled model this much faster to be chosen
+IN_TURNS_RUNS, IN_TURNS_PASSES = 50, 5  # both probes' models, as `bcd check` times one
 
 
 @dataclass
@@ -94,28 +100,58 @@ def probe_latency(store: RecordStore, run: TuningRun) -> float | None:
     return timed[-1]["measured_latency_s"] if timed else estimated_latency(run.tasks, model_best(run))
 
 
+def probe_library(run: TuningRun, folder: Path) -> Path | None:
+    """The probe's compiled model, kept to be timed beside the other probe's (the compiled
+    cache makes it a copy of the one its milestone timed); None when the model is not timed
+    (milestones.timing_on), a task has no program, or it does not compile."""
+    if not timing_on() or estimated_latency(run.tasks, model_best(run)) is None:
+        return None
+    try:
+        return compile_run(run, folder / f"{run.settings.conv_layout}.so")
+    except Exception as err:  # the probe's own timing (or estimate) still decides
+        run.message(EventKind.WARNING, f"could not keep the probe's compiled model: {str(err).splitlines()[0]}")
+        return None
+
+
+def time_in_turns_s(libraries: dict[str, Path | None], inputs: dict, target: Target) -> dict[str, float]:
+    """Seconds per run of both probes' compiled models timed in turns (timing.py), so that a
+    slow spell of the machine falls on both: each probe's own timing came minutes after the
+    other's, and a spell can slow a model 1.5x. Empty when a library is missing."""
+    if any(path is None for path in libraries.values()):
+        return {}
+    device = target_device(target)
+    runners = {layout: library_runner(path, inputs, device) for layout, path in libraries.items() if path}
+    timed = time_in_turns({layout: runner.run for layout, runner in runners.items()}, IN_TURNS_RUNS, IN_TURNS_PASSES)
+    return {layout: timing.median_ms / 1e3 for layout, timing in timed.items()}
+
+
 def probe_layouts(target: Target, probe: ProbeRun) -> tuple[LayoutChoice | None, TuningRun]:
     """Tune the whole model briefly in each layout (sessions of their own in the store, which
-    the real tune's search then starts from) and compare the compiled models as timed: (the
-    choice, the last probe's run); no choice when the user stopped a probe."""
-    started, figures, tasks = time.perf_counter(), {}, 0
-    for layout in (LayoutMode.BLOCKED, LayoutMode.PLAIN):
-        settings = probe_settings(probe.settings, layout)
-        probe.say(f"layout: probing {layout}: every task tuned {settings.trials_per_task} times, then timed")
-        run = probe.tune(settings)
-        if run.control.stop_requested:
-            return None, run
-        figures[layout], tasks = probe_latency(run.store, run), len(run.tasks)
-        run.store.close()
+    the real tune's search then starts from) and compare the compiled models timed in turns:
+    (the choice, the last probe's run); no choice when the user stopped a probe."""
+    started, figures, tasks, libraries = time.perf_counter(), {}, 0, {}
+    with tempfile.TemporaryDirectory(prefix="bcd-probes-") as folder:
+        for layout in (LayoutMode.BLOCKED, LayoutMode.PLAIN):
+            settings = probe_settings(probe.settings, layout)
+            probe.say(f"layout: probing {layout}: every task tuned {settings.trials_per_task} times, then timed")
+            run = probe.tune(settings)
+            if run.control.stop_requested:
+                return None, run
+            figures[layout], tasks = probe_latency(run.store, run), len(run.tasks)
+            libraries[layout] = probe_library(run, Path(folder))
+            run.store.close()
+        in_turns = time_in_turns_s(libraries, random_inputs(run.prepared.imported.inputs), target)
+    figures |= in_turns
     nchw_s, blocked_s = figures[LayoutMode.PLAIN], figures[LayoutMode.BLOCKED]
     if nchw_s is None or blocked_s is None:
         return LayoutChoice(LayoutMode.PLAIN, "measured: a probe could not time every task, so the model's own"), run
     wins = blocked_s < nchw_s * (1 - WIN_MARGIN)
     trials = probe_settings(probe.settings, LayoutMode.PLAIN).trials_per_task
     verdict = "faster" if wins else f"not {WIN_MARGIN:.0%} faster"
+    how = "timed in turns" if in_turns else "timed"
     reason = (
-        f"measured: tuned {trials} trials per task, the compiled model ran {nchw_s * 1e3:.3g} ms in NCHW and "
-        f"{blocked_s * 1e3:.3g} ms blocked, {nchw_s / blocked_s:.2f}x as fast, {verdict}"
+        f"measured: tuned {trials} trials per task, the compiled models {how} ran {nchw_s * 1e3:.3g} ms in NCHW "
+        f"and {blocked_s * 1e3:.3g} ms blocked, {nchw_s / blocked_s:.2f}x as fast, {verdict}"
     )
     block = vector_block(target) if wins else 0
     layout = LayoutMode.BLOCKED if wins else LayoutMode.PLAIN

@@ -45,13 +45,19 @@ def timing_on() -> bool:
     return os.environ.get(SWITCH, "1") != "0"
 
 
+def compile_run(run: TuningRun, out: Path) -> Path:
+    """The model compiled from the run's best records (skipped tasks untuned), written to `out`;
+    compiling the same records again copies the kept library (compiled_cache.py)."""
+    skipped = [row["name"] for row in run.store.tasks(run.session_id) if row["status"] == TaskStatus.SKIPPED]
+    path, _ = compile_library(run.database, run.prepared.imported, run.target, out, untuned_ok=skipped)
+    return path
+
+
 def time_compiled_model(run: TuningRun) -> tuple[float, float]:
     """(median seconds, relative spread) of the model compiled from the run's best records."""
-    imported = run.prepared.imported
-    skipped = [row["name"] for row in run.store.tasks(run.session_id) if row["status"] == TaskStatus.SKIPPED]
     with tempfile.TemporaryDirectory(prefix="bcd-milestone-") as folder:
-        path, _ = compile_library(run.database, imported, run.target, Path(folder) / "model.so", untuned_ok=skipped)
-        runner = library_runner(path, random_inputs(imported.inputs), target_device(run.target))
+        path = compile_run(run, Path(folder) / "model.so")
+        runner = library_runner(path, random_inputs(run.prepared.imported.inputs), target_device(run.target))
         timing = time_runs(runner.run, runs=RUNS)
     return timing.median_ms / 1e3, timing.spread
 

@@ -106,6 +106,12 @@ def test_a_tune_measures_its_layout_records_it_and_a_resumed_session_keeps_it(
     recorded = session_layout_choice(store, session)
     assert recorded.layout == chosen and recorded.reason.startswith("measured") and recorded.probe_trials == 2
     assert (chosen == "blocked") == (recorded.blocked_s < recorded.nchw_s * (1 - WIN_MARGIN))
+    # Decided on both compiled models timed in turns, not on each probe's own timing minutes apart.
+    assert "timed in turns" in recorded.reason
+    own_timings = {
+        row["measured_latency_s"] for s in (first.session_id, loser["id"]) for row in store.model_latencies(s)
+    }
+    assert not own_timings & {recorded.nchw_s, recorded.blocked_s}, "the choice compared the probes' own timings"
     assert any("NCHWc" in task.name for task in first.tasks) == (chosen == "blocked")
     messages = [event["message"] for event in store.events(first.session_id)]
     assert any(m.startswith("layout: ") for m in messages) and any("continues its layout probe" in m for m in messages)
