@@ -15,6 +15,7 @@ from tvm import relax
 from tvm.target import Target
 
 from bcd_core.errors import DynamicShapeError, ModelLoadError, TensorSizeError, UnsupportedOperatorError
+from bcd_core.fast_math import apply_fast_math
 from bcd_core.layout import LayoutMode, convert_to_blocked
 from bcd_core.shape_dependence import check_fixed_shapes
 from bcd_core.target import is_gpu
@@ -38,9 +39,9 @@ ONNX_TO_NUMPY = {
 
 
 class MathMode(StrEnum):
-    """How erf, exp, tanh and softmax are computed (tuning/options.py lists the values)."""
+    """How erf, exp, tanh, sigmoid and softmax are computed (tuning/options.py lists the values)."""
 
-    # TVM's vectorizable approximations (topi's fast_erf, fast_exp, fast_tanh, fast_softmax),
+    # Vectorizable approximations (topi's fast_erf, fast_exp, fast_tanh, fast_softmax; fast_math.py),
     # as onnxruntime's own CPU kernels approximate these functions. Exact erf and exp lower to
     # one libm call per element on CPUs, never vectorized: tens of times slower.
     FAST = "fast"
@@ -249,7 +250,7 @@ def import_model(
     target: Target | None = None,
 ) -> ImportedModel:
     """Load, validate and import an ONNX model into Relax (weights bound as constants), with
-    erf, exp, tanh and softmax as `math` (MathMode) says and convolutions in `layout`
+    erf, exp, tanh, sigmoid and softmax as `math` (MathMode) says and convolutions in `layout`
     (LayoutMode; blocked needs the CPU `target`). Tuning, export and inspection of one session
     must import alike: the tasks differ."""
     if math not in tuple(MathMode):
@@ -280,7 +281,7 @@ def import_model(
 
     mod = tvm_step(f"importing {path.name}", convert)
     if math == MathMode.FAST:
-        mod = tvm_step("approximating erf, exp and tanh", lambda: relax.transform.FastMathTransform()(mod), mod)
+        mod = tvm_step("approximating erf, exp, tanh and sigmoid", lambda: apply_fast_math(mod), mod)
     if layout == LayoutMode.BLOCKED:
         mod = tvm_step("converting convolutions to the blocked layout", lambda: convert_to_blocked(mod, target), mod)
     return ImportedModel(path=path, sha256=file_sha256(path), onnx_model=model, inputs=inputs, relax_mod=mod)

@@ -194,6 +194,34 @@ def gelu_softmax(path: Path, tokens: int = 8, width: int = 16, hidden: int = 32)
     return _save(graph, path)
 
 
+def swish_gate(path: Path, width: int = 32, spread: float = 12.0) -> Path:
+    """MatMul + Add + swish (x * Sigmoid(x)) + a Sigmoid gate, on activations scaled to reach
+    well past where sigmoid saturates both ways."""
+    rng = np.random.default_rng(0)
+    inits = [
+        _weight(rng, "w", (width, width)),
+        _weight(rng, "b", (width,)),
+        numpy_helper.from_array(np.array(spread, dtype=np.float32), "spread"),
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["mm"]),
+        helper.make_node("Add", ["mm", "b"], ["h0"]),
+        helper.make_node("Mul", ["h0", "spread"], ["h"]),
+        helper.make_node("Sigmoid", ["h"], ["s"]),
+        helper.make_node("Mul", ["h", "s"], ["swish"]),
+        helper.make_node("Sigmoid", ["swish"], ["gate"]),
+        helper.make_node("Mul", ["h", "gate"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "swish_gate",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, width])],
+        inits,
+    )
+    return _save(graph, path)
+
+
 def float16_mlp(path: Path, width: int = 256, depth: int = 3) -> Path:
     """Float16 matmuls wide enough that TVM's float16 accumulation and onnxruntime's float32 one
     end more than 1e-3 apart in the outputs (whose largest values are about 10-30)."""

@@ -113,7 +113,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "math",
         Level.USER,
-        "erf, exp, tanh and softmax as TVM's vectorized approximations (fast, the default; the export "
+        "erf, exp, tanh, sigmoid and softmax as TVM's vectorized approximations (fast, the default; the export "
         "check compares the outputs with onnxruntime's) or as libm's functions (exact)",
         "--math",
         choices=MATH_MODES,

@@ -70,7 +70,7 @@ class TuneSettings:
     cluster_mode: str = DEFAULT_CLUSTER_MODE
     seed: int = 0
     input_shapes: dict[str, list[int]] = field(default_factory=dict)
-    # How erf, exp, tanh and softmax are imported (model_import.MathMode): TVM's vectorized
+    # How erf, exp, tanh, sigmoid and softmax are imported (model_import.MathMode): TVM's vectorized
     # approximations ("fast") or libm's calls ("exact"); export checks the outputs either way.
     math: str = DEFAULT_MATH
     # Threads TVM runs kernels on in this process (bcd_core/cores.py); records timed on other

@@ -1,5 +1,6 @@
 from pathlib import Path
 
+import models
 import pytest
 
 from bcd_core.errors import DynamicShapeError, ModelLoadError, UnsupportedOperatorError
@@ -98,6 +99,28 @@ def test_fast_math_replaces_libm_functions_and_keeps_onnxruntimes_outputs(gelu_m
     for label, imported in (("exact", exact), ("fast", fast)):
         library = export_library(tvm.compile(imported.relax_mod, target=host), tmp_path / label)
         assert compare_outputs(library_runner(library, inputs).outputs, reference).max_abs_error < 1e-5, label
+
+
+def test_fast_math_computes_sigmoid_without_libm_and_keeps_onnxruntimes_outputs(
+    model_dir: Path, host, tmp_path
+) -> None:
+    """TVM's fast-math pass leaves sigmoid to one libm call per element; bcd's does not."""
+    import tvm
+
+    from bcd_core.export import compare_outputs, export_library, library_runner, run_onnxruntime
+
+    model = models.swish_gate(model_dir / "swish_gate.onnx")
+    exact, fast = import_model(model), import_model(model, math="fast")
+    assert exact.relax_mod.script().count("R.sigmoid") == 2
+    assert "R.sigmoid" not in fast.relax_mod.script() and "fast_sigmoid" in fast.relax_mod.script()
+    lowered = tvm.relax.transform.LegalizeOps()(fast.relax_mod).script()
+    assert "T.sigmoid" not in lowered and "T.exp" not in lowered
+    inputs = random_inputs(exact.inputs)
+    reference = run_onnxruntime(exact.onnx_model, inputs, runs=1).outputs
+    assert abs(reference[0]).max() > 10, "the activations do not reach where sigmoid saturates"
+    for label, imported in (("exact", exact), ("fast", fast)):
+        library = export_library(tvm.compile(imported.relax_mod, target=host), tmp_path / label)
+        assert compare_outputs(library_runner(library, inputs).outputs, reference).max_abs_error < 1e-4, label
 
 
 def test_unknown_math_is_refused(tiny_mlp: Path) -> None:
