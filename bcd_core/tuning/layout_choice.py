@@ -4,10 +4,10 @@ Blocked convolutions (bcd_core/layout.py) usually tune to faster programs on CPU
 every model. Neither untuned programs nor a few programs of single tasks tell the layouts apart
 (a naive blocked loop nest is no faster than a naive NCHW one; a task's first dozen candidates
 are noise), so the probe is a short tune of the whole model in each layout, and the two compiled
-models are timed in turns: the latency a user would get, layout transforms included, with a slow
-spell of the machine falling on both. Blocked is chosen only when it wins by a margin. The
-probes are sessions of their own (marked `layout_probe`, so no user's tune continues one by
-chance); a stopped probe resumes with the next tune. The winner's session then becomes the tune
+models are timed: the latency a user would get, layout transforms included, each layout's faster
+timing of two (`quietest`). Blocked is chosen only when it wins by a margin. The probes are
+sessions of their own (marked `layout_probe`, so no user's tune continues one by chance); a
+stopped probe resumes with the next tune. The winner's session then becomes the tune
 (`continue_probe`): its trials are the tune's first round robin and its timed model the first
 milestone, so the layout costs the tune the losing probe. The choice is stored per model,
 target, thread count and input shapes, so every later tune of the model finds it (and its
