@@ -15,6 +15,7 @@ blocked convolutions, so `blocked_conv2d` lowers them to TOPI's `conv2d_NCHWc` a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 
 import tvm
@@ -247,9 +248,13 @@ def conv2d_layouts(call: relax.Call, block: int) -> list[str]:
     return [f"NCHW{in_block}c", f"OIHW{in_block}i{out_block}o", f"NCHW{out_block}c"]
 
 
-def convert_to_blocked(mod: tvm.IRModule, target: Target) -> tvm.IRModule:
+def convert_to_blocked(
+    mod: tvm.IRModule, target: Target, before_legalizing: Callable[[tvm.IRModule], tvm.IRModule] | None = None
+) -> tvm.IRModule:
     """`mod` (as imported) with its convolutions in NCHW[x]c for `target`, legalized: both
-    task extraction and `compile_relax` then see the same module."""
+    task extraction and `compile_relax` then see the same module. `before_legalizing` rewrites
+    the converted module first (the fast-math approximations: ConvertLayout knows Relax's
+    operators, not their TE rewrites, and would leave the blocked layout around each)."""
     block = vector_block(target)
 
     def layouts(call: relax.Call) -> dict[str, list[str]]:
@@ -263,4 +268,6 @@ def convert_to_blocked(mod: tvm.IRModule, target: Target) -> tvm.IRModule:
     mod = relax.transform.EliminateCommonSubexpr()(relax.transform.Normalize()(mod))
     with target:
         mod = concat_into_consumers(mod)
+        if before_legalizing is not None:
+            mod = before_legalizing(mod)
         return relax.transform.LegalizeOps({"relax.nn.conv2d": blocked_conv2d})(mod)

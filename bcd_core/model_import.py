@@ -280,10 +280,12 @@ def import_model(
             )
 
     mod = tvm_step(f"importing {path.name}", convert)
-    if math == MathMode.FAST:
-        mod = tvm_step("approximating erf, exp, tanh and sigmoid", lambda: apply_fast_math(mod), mod)
-    if layout == LayoutMode.BLOCKED:
-        mod = tvm_step("converting convolutions to the blocked layout", lambda: convert_to_blocked(mod, target), mod)
+    fast = apply_fast_math if math == MathMode.FAST else None
+    if layout == LayoutMode.BLOCKED:  # approximated once converted (layout.py)
+        converting = "converting convolutions to the blocked layout"
+        mod = tvm_step(converting, lambda: convert_to_blocked(mod, target, fast), mod)
+    elif fast is not None:
+        mod = tvm_step("approximating erf, exp, tanh and sigmoid", lambda: fast(mod), mod)
     return ImportedModel(path=path, sha256=file_sha256(path), onnx_model=model, inputs=inputs, relax_mod=mod)
 
 

@@ -194,6 +194,30 @@ def gelu_softmax(path: Path, tokens: int = 8, width: int = 16, hidden: int = 32)
     return _save(graph, path)
 
 
+def conv_swish(path: Path, channels: tuple[int, ...] = (3, 16, 32), size: int = 10) -> Path:
+    """3x3 convolutions, each followed by a swish (x * Sigmoid(x)), as EfficientNet's blocks."""
+    relu_layers, inits, current = _conv_relu_layers(np.random.default_rng(2), channels)
+    nodes = []
+    for node in relu_layers:  # each Relu becomes a swish: the convolution gated by its own sigmoid
+        if node.op_type != "Relu":
+            nodes.append(node)
+            continue
+        conv, out = node.input[0], node.output[0]
+        nodes += [
+            helper.make_node("Sigmoid", [conv], [f"{out}_gate"]),
+            helper.make_node("Mul", [conv, f"{out}_gate"], [out]),
+        ]
+    nodes.append(helper.make_node("Identity", [current], ["y"]))
+    graph = helper.make_graph(
+        nodes,
+        "conv_swish",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels[0], size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, channels[-1], size, size])],
+        inits,
+    )
+    return _save(graph, path)
+
+
 def swish_gate(path: Path, width: int = 32, spread: float = 12.0) -> Path:
     """MatMul + Add + swish (x * Sigmoid(x)) + a Sigmoid gate, on activations scaled to reach
     well past where sigmoid saturates both ways."""

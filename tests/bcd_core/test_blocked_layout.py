@@ -66,6 +66,24 @@ def test_a_blocked_cnn_transforms_layouts_only_at_its_boundaries(mobile_cnn: Pat
     tvm.compile(blocked, target)  # builds for either ISA, whichever this machine runs
 
 
+def test_a_blocked_cnn_with_swish_keeps_its_layout_and_computes_sigmoid_without_libm(model_dir: Path) -> None:
+    """Fast math rewrites sigmoid once the layout is converted: rewritten before, ConvertLayout
+    would not see through it and would leave the blocked layout around every swish."""
+    model, target = models.conv_swish(model_dir / "conv_swish.onnx"), host_target()
+    fast = import_model(model, layout="blocked", target=target, math="fast")
+    exact = import_model(model, layout="blocked", target=target, math="exact")
+    assert len(activation_transforms(fast.relax_mod, target)) == 2, "the input and the output only"
+    names = {_without_digits(gv.name_hint) for gv in fast.relax_mod.get_global_vars()}
+    assert "fast_sigmoid" in names and "tir_sigmoid" not in names
+    assert "tir_sigmoid" in {_without_digits(gv.name_hint) for gv in exact.relax_mod.get_global_vars()}
+    machine = relax.VirtualMachine(tvm.compile(fast.relax_mod, target), tvm.cpu())
+    inputs = random_inputs(fast.inputs)
+    ours = machine["main"](*[tvm.runtime.tensor(v) for v in inputs.values()]).numpy()
+    session = onnxruntime.InferenceSession(fast.onnx_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    reference = session.run(None, inputs)[0]
+    np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-4 * float(np.abs(reference).max()))
+
+
 def _without_digits(name: str) -> str:
     return name.rstrip("0123456789")
 
