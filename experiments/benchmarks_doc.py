@@ -831,6 +831,8 @@ def below_estimate(results: list[Result]) -> list[str]:
         "  numbers, at about twice their time inside the model (`python experiments/e2e_gap.py STORE MODEL",
         "  --alone`). The runner now fills with values like a model's (bcd_core/tuning/measure/arguments.py);",
         "  this bench ran before that, so its estimates and its tunes' choices among those kernels were skewed.",
+        "  Its sigmoids also ran as one libm call per element then; fast math now computes them with a",
+        "  vectorized tanh (bcd_core/fast_math.py). Both change this row; it is to be benched again.",
     ]
 
 
