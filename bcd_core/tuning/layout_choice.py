@@ -101,9 +101,10 @@ def probe_latency(store: RecordStore, run: TuningRun) -> float | None:
 
 
 def probe_library(run: TuningRun, folder: Path) -> Path | None:
-    """The probe's compiled model, kept to be timed beside the other probe's (the compiled
-    cache makes it a copy of the one its milestone timed); None when the model is not timed
-    (milestones.timing_on), a task has no program, or it does not compile."""
+    """The probe's compiled model from the store's best records, kept to be timed beside the
+    other probe's (a copy from the compiled cache where those are the records its milestone
+    compiled); None when the model is not timed (milestones.timing_on), a task has no
+    program, or it does not compile."""
     if not timing_on() or estimated_latency(run.tasks, model_best(run)) is None:
         return None
     try:
@@ -111,6 +112,19 @@ def probe_library(run: TuningRun, folder: Path) -> Path | None:
     except Exception as err:  # the probe's own timing (or estimate) still decides
         run.message(EventKind.WARNING, f"could not keep the probe's compiled model: {str(err).splitlines()[0]}")
         return None
+
+
+def time_probes_in_turns(runs: dict[str, TuningRun], target: Target) -> dict[str, float]:
+    """Both probes' compiled models timed in turns (`time_in_turns_s`), each compiled once both
+    probes ran. The tasks the layouts share (matmuls, softmax, normalization: a transformer's
+    all but its convolutions) find their best program over both probes' records in the store,
+    so the models differ only where the layouts do; the first probe's model, compiled at its
+    own end, had only its own programs for them, and the choice leaned to the layout probed
+    second on models made mostly of such tasks."""
+    with tempfile.TemporaryDirectory(prefix="bcd-probes-") as folder:
+        libraries = {layout: probe_library(run, Path(folder)) for layout, run in runs.items()}
+        inputs = random_inputs(next(iter(runs.values())).prepared.imported.inputs)
+        return time_in_turns_s(libraries, inputs, target)
 
 
 def time_in_turns_s(libraries: dict[str, Path | None], inputs: dict, target: Target) -> dict[str, float]:
@@ -140,19 +154,22 @@ def probe_layouts(target: Target, probe: ProbeRun) -> tuple[LayoutChoice | None,
     """Tune the whole model briefly in each layout (sessions of their own in the store, which
     the real tune's search then starts from) and compare the compiled models timed in turns:
     (the choice, the last probe's run); no choice when the user stopped a probe."""
-    started, figures, tasks, libraries = time.perf_counter(), {}, 0, {}
-    with tempfile.TemporaryDirectory(prefix="bcd-probes-") as folder:
+    started, figures, runs, stopped = time.perf_counter(), {}, {}, None
+    try:
         for layout in (LayoutMode.BLOCKED, LayoutMode.PLAIN):
             settings = probe_settings(probe.settings, layout)
             probe.say(f"layout: probing {layout}: every task tuned {settings.trials_per_task} times, then timed")
-            run = probe.tune(settings)
+            run = runs[layout] = probe.tune(settings)
             if run.control.stop_requested:
+                stopped = run  # its store stays open: the caller resumes from it
                 return None, run
-            figures[layout], tasks = probe_latency(run.store, run), len(run.tasks)
-            libraries[layout] = probe_library(run, Path(folder))
-            run.store.close()
-        in_turns = time_in_turns_s(libraries, random_inputs(run.prepared.imported.inputs), target)
-    figures = quietest(figures, in_turns)
+            figures[layout] = probe_latency(run.store, run)
+        in_turns = time_probes_in_turns(runs, target)
+    finally:
+        for each in runs.values():
+            if each is not stopped:
+                each.store.close()
+    figures, tasks = quietest(figures, in_turns), len(run.tasks)
     nchw_s, blocked_s = figures[LayoutMode.PLAIN], figures[LayoutMode.BLOCKED]
     if nchw_s is None or blocked_s is None:
         return LayoutChoice(LayoutMode.PLAIN, "measured: a probe could not time every task, so the model's own"), run

@@ -92,13 +92,23 @@ def test_a_tune_measures_its_layout_records_it_and_a_resumed_session_keeps_it(
     """Both layouts are probed by short tunes whose compiled models are timed; the faster (by
     the margin) is recorded, and its probe's session becomes the tune (its trials and timed
     model are the tune's first, on one clock with the other probe, whose time alone is the
-    probe's); the choice is reused without measuring; a resumed session keeps its layout
-    whatever was measured since."""
+    probe's); both probes' models are compiled for the timing in turns once both ran, so the
+    tasks the layouts share take their best program over both; the choice is reused without
+    measuring; a resumed session keeps its layout whatever was measured since."""
     monkeypatch.setattr(layout_choice, "PROBE_TRIALS_PER_TASK", 2)
+    sessions_when_compiled: list[int] = []
+    compile_probe = layout_choice.probe_library
+
+    def counting_probe_library(run, folder):
+        sessions_when_compiled.append(len(run.store.sessions()))
+        return compile_probe(run, folder)
+
+    monkeypatch.setattr(layout_choice, "probe_library", counting_probe_library)
     db = tmp_path / "tune.db"
     settings = auto(trials_per_task=3)
     events: list = []
     first = run_session(mobile_cnn, db, host_target(), settings, [events.append])
+    assert sessions_when_compiled == [2, 2], "a probe's model was compiled before the other probe ran"
     store = RecordStore(db)
     session = store.session(first.session_id)
     chosen = json.loads(session["settings"])["conv_layout"]
