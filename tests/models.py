@@ -69,15 +69,19 @@ def _conv_relu_layers(rng: np.random.Generator, channels: tuple[int, ...]) -> tu
 def convnet(path: Path, channels: tuple[int, ...] = (3, 8, 16), size: int = 12) -> Path:
     """Conv + Relu layers with different channel counts (one operator cluster)."""
     nodes, inits, current = _conv_relu_layers(np.random.default_rng(1), channels)
-    nodes.append(helper.make_node("Identity", [current], ["y"]))
-    graph = helper.make_graph(
+    return _save(_conv_graph("convnet", nodes, inits, current, channels, size), path)
+
+
+def _conv_graph(name: str, nodes: list, inits: list, current: str, channels: tuple[int, ...], size: int):
+    """The graph of same-size convolution layers from input "x" to output "y" (`current`)."""
+    nodes = [*nodes, helper.make_node("Identity", [current], ["y"])]
+    return helper.make_graph(
         nodes,
-        "convnet",
+        name,
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels[0], size, size])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, channels[-1], size, size])],
         inits,
     )
-    return _save(graph, path)
 
 
 def conv_dense(path: Path, channels: int = 6, size: int = 10, outputs: int = 64) -> Path:
@@ -207,15 +211,7 @@ def conv_swish(path: Path, channels: tuple[int, ...] = (3, 16, 32), size: int = 
             helper.make_node("Sigmoid", [conv], [f"{out}_gate"]),
             helper.make_node("Mul", [conv, f"{out}_gate"], [out]),
         ]
-    nodes.append(helper.make_node("Identity", [current], ["y"]))
-    graph = helper.make_graph(
-        nodes,
-        "conv_swish",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels[0], size, size])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, channels[-1], size, size])],
-        inits,
-    )
-    return _save(graph, path)
+    return _save(_conv_graph("conv_swish", nodes, inits, current, channels, size), path)
 
 
 def swish_gate(path: Path, width: int = 32, spread: float = 12.0) -> Path:
