@@ -172,11 +172,14 @@ class SessionsMixin(StoreBase):
         """A layout probe's session becomes the tune it measured for (tuning/layout_choice.py):
         the tune's identity and per-task budget, its clock so far (`elapsed_s`), and stopped,
         so that the tune continues it like any stopped session. `probe_trials` keeps how many of
-        its trials the probe measured, so viewers can tell it from a tune resumed by a user."""
+        its trials the probe measured, so viewers can tell it from a tune resumed by a user. The
+        probe's total (its tasks not carried, tuning/reused.py) gives way to the tune's."""
         changes = {"settings": json.dumps(settings, sort_keys=True), "status": SessionStatus.STOPPED}
         with self.transaction() as db:
-            probe_trials = db["sessions"].get(session_id)["trials_done"]
-            changes |= {"elapsed_s": elapsed_s, "stop_reason": None, "probe_trials": probe_trials}
+            probe = db["sessions"].get(session_id)
+            changes |= {"elapsed_s": elapsed_s, "stop_reason": None, "probe_trials": probe["trials_done"]}
+            if probe.get("total_budget") is not None:
+                changes["total_budget"] = None
             db["sessions"].update(session_id, changes)
             db.execute("update tasks set budget = ? where session_id = ?", [trials_per_task, session_id])
 

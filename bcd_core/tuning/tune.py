@@ -24,6 +24,7 @@ from bcd_core.tuning.layout_choice import ProbeRun, ProbeSessions, ProbeStopped,
 from bcd_core.tuning.measure.setup import check_runner
 from bcd_core.tuning.milestones import Milestones
 from bcd_core.tuning.options import BCD
+from bcd_core.tuning.reused import reuse_measured_tasks
 from bcd_core.tuning.run import NEW_SESSION_ADVICE, TuningRun, estimated_latency
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.stand_ins import model_best
@@ -122,7 +123,10 @@ def _run_opened_session(run: TuningRun, memory: MemoryRequest) -> TuningRun:
     milestones = Milestones(run, run.emit)
     rules = StoppingRules(run, milestones)
     run.batch_hooks += [milestones.after_batch, rules.after_batch]
+    reused = reuse_measured_tasks(run)
     run.start()
+    if reused:
+        run.message(EventKind.INFO, reused)
     status = SessionStatus.FAILED
     try:
         holds = rules.before_start()

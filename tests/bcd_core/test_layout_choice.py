@@ -212,3 +212,31 @@ def test_the_compiled_model_is_timed_at_the_first_estimate_and_at_the_end(
     assert [event.milestone for event in measured] == ["first estimate", "final"]
     elapsed = RecordStore(db).session(run.session_id)["elapsed_s"]
     assert elapsed <= wall - sum(row["cost_s"] for row in rows) + 0.5, "timing the model is off the tuning clock"
+
+
+@pytest.mark.slow
+def test_the_second_probe_does_not_tune_again_what_the_first_measured(tmp_path: Path, time_model, monkeypatch) -> None:
+    """A dense head is the same task in both layouts: the NCHW probe (second) gives it no
+    trials and counts the blocked probe's best, so its model is still timed whole; the tune
+    that continues either probe tunes every task to its budget."""
+    model = models.conv_dense(tmp_path / "conv_dense16.onnx", channels=16, size=8)
+    monkeypatch.setattr(layout_choice, "PROBE_TRIALS_PER_TASK", 2)
+    db = tmp_path / "shared.db"
+    tune = run_session(model, db, host_target(), auto(trials_per_task=3))
+    store = RecordStore(db)
+    nchw = next(s for s in store.sessions() if json.loads(s["settings"])["conv_layout"] == "nchw")
+    blocked = next(s for s in store.sessions() if s["id"] != nchw["id"])
+    workload = {row["id"]: row["workload_id"] for row in store.tasks(nchw["id"])}
+    in_both = set(workload.values()) & {row["workload_id"] for row in store.tasks(blocked["id"])}
+    assert in_both, "the model has no task the layouts share"
+    probe_end = store.model_latencies(nchw["id"])[0]["trials_done"]
+    probed = {workload[t["task_id"]] for t in sorted(store.trials(nchw["id"]), key=lambda t: t["id"])[:probe_end]}
+    assert not probed & in_both, "the NCHW probe tuned a task the blocked probe measured"
+    assert probed == set(workload.values()) - in_both
+    assert probe_end == 2 * len(probed)
+    choice = session_layout_choice(store, store.session(tune.session_id))
+    assert choice.reason.startswith("measured: tuned") and choice.nchw_s and choice.blocked_s
+    messages = [event["message"] for event in store.events(nchw["id"])]
+    assert any(f"{len(in_both)} of {len(workload)} tasks have measured programs" in m for m in messages)
+    assert tune.trials_done == 3 * len(tune.tasks), "the tune did not spend its whole budget"
+    assert len(store.trial_counts(tune.session_id)) == len(tune.tasks), "a task shared by the layouts went untuned"
