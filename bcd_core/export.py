@@ -12,7 +12,6 @@ import numpy as np
 import onnx
 import tvm
 from tvm import relax
-from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
 
 from bcd_core.compiled_cache import AppliedRecords, applied_records, library_key, reuse_or_compile
@@ -24,13 +23,14 @@ from bcd_core.records.store import RecordStore
 from bcd_core.records.timing import session_layout, session_timing
 from bcd_core.target import host_core_count, is_gpu, target_key
 from bcd_core.timing import RUNS, Timing, time_in_turns, time_runs
+from bcd_core.tuned_build import build_tuned
 from bcd_core.tvm_speedups import load_tensor_intrinsics, shared_constant_builds
 
 Progress = Callable[[str], None]
 
 
 def missing_records(database: SqliteDatabase, raw_mod: tvm.IRModule, target: Target) -> list[str]:
-    """Tasks `compile_relax` would find no record for (it would silently leave them untuned)."""
+    """Tasks the tuned build would find no record for (it would silently leave them untuned)."""
     return applied_records(database, raw_mod, target).missing
 
 
@@ -49,13 +49,15 @@ def compile_tuned(
     progress: Progress = lambda _: None,
     untuned_ok: Collection[str] = (),
     missing: list[str] | None = None,
+    vm_mode: str | None = None,
 ) -> relax.VMExecutable:
     """Build the whole model with the best stored program of every task.
 
-    `raw_mod` must be the module straight from the importer: `compile_relax` fuses it
+    `raw_mod` must be the module straight from the importer: the build (tuned_build.py) fuses it
     itself, and a pre-fused module makes every lookup miss. Tasks named in `untuned_ok` (the
     user skipped them) may lack a record: on a CPU they are compiled unscheduled. `missing`:
-    `missing_records` of the same module, when the caller has it already (it extracts tasks)."""
+    `missing_records` of the same module, when the caller has it already (it extracts tasks).
+    `vm_mode`: the VM function's exec_mode, when not the target's (tuned_build.exec_mode)."""
     progress("checking that every task has a tuning record")
     if missing is None:
         missing = missing_records(database, raw_mod, target)
@@ -63,7 +65,7 @@ def compile_tuned(
     load_tensor_intrinsics(target)
     progress("compiling the tuned model")
     with shared_constant_builds():
-        return ms.relax_integration.compile_relax(database, raw_mod, target, params={})
+        return build_tuned(database, raw_mod, target, vm_mode)
 
 
 LIBRARY_SUFFIXES = (".so", ".dylib", ".dll", ".tar")

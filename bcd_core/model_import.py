@@ -289,16 +289,17 @@ def import_model(
     return ImportedModel(path=path, sha256=file_sha256(path), onnx_model=model, inputs=inputs, relax_mod=mod)
 
 
-def fuse_for_tuning(raw_mod: tvm.IRModule, target: Target) -> tvm.IRModule:
-    """The exact fusion `compile_relax` performs, so extracted tasks match its database lookups
-    (fusing differently makes lookups miss silently and ships untuned code)."""
+def fusion_passes(target: Target) -> list[tvm.transform.Pass]:
+    """The passes `compile_relax` fuses a model with before it applies the database: task
+    extraction and the tuned build (tuned_build.py) must both fuse exactly so, or lookups miss
+    silently and ship untuned code."""
     from tvm.relax import pipeline as relax_pipeline
 
     try:
         dispatch = list(relax_pipeline.library_dispatch_passes(target))
     except (ValueError, AttributeError):
         dispatch = []
-    passes = [
+    return [
         *dispatch,
         relax.transform.LegalizeOps(),
         relax.transform.AnnotateTIROpPattern(),
@@ -306,8 +307,12 @@ def fuse_for_tuning(raw_mod: tvm.IRModule, target: Target) -> tvm.IRModule:
         relax.transform.FuseOps(),
         relax.transform.FuseTIR(),
     ]
+
+
+def fuse_for_tuning(raw_mod: tvm.IRModule, target: Target) -> tvm.IRModule:
+    """The model fused as `compile_relax` fuses it, so extracted tasks match its lookups."""
     with target, tvm.transform.PassContext(opt_level=3), shared_constant_builds():
-        return tvm.transform.Sequential(passes)(raw_mod)
+        return tvm.transform.Sequential(fusion_passes(target))(raw_mod)
 
 
 def random_inputs(inputs: list[InputSpec], seed: int = 0) -> dict[str, np.ndarray]:

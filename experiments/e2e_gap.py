@@ -13,6 +13,8 @@ With --alone, each task's best program is also timed by itself on standard-norma
 warm caches (as MetaSchedule's runner times candidates) and with its arguments flushed from the
 caches before each call, to tell the effect of the inputs' values from that of the caches.
 
+The model is built with the VM's bytecode (the instrument sees only its calls); exported
+models run the VM's function compiled on CPUs, a little faster between kernels (exec_mode.py).
 The instrument runs Python around every call, which adds a few microseconds to each: the
 script times an empty instrument too and prints that cost per call, so it can be subtracted.
 Run it alone: the figures are wall-clock measurements.
@@ -42,6 +44,7 @@ from bcd_core.session_view import default_session
 from bcd_core.target import describe_target, target_key
 from bcd_core.tasks import Task, extract_tasks
 from bcd_core.timing import time_in_turns, time_runs
+from bcd_core.tuned_build import BYTECODE
 from bcd_core.untuned import standard_normal_arguments
 
 # TVM's packed function that flushes the CPU caches of every argument but the first before a run.
@@ -225,7 +228,7 @@ def main() -> None:
         session, target, imported, database = open_session(store, args.model, args.session)
         estimate = estimate_per_task_us(store, session["id"], database)
         searched = search_estimate_us(store, session["id"])
-        executable = compile_tuned(database, imported.relax_mod, target)
+        executable = compile_tuned(database, imported.relax_mod, target, vm_mode=BYTECODE)  # the instrument's
         alone = alone_columns(imported.relax_mod, database, target) if args.alone else {}
     dev = tvm.cpu()
     vm = relax.VirtualMachine(executable, dev)

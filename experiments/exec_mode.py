@@ -3,9 +3,9 @@
     python experiments/exec_mode.py STORE MODEL [--layout blocked|nchw]
 
 Compiles the store's tuned model twice, with the VM's bytecode interpreted (`exec_mode=
-"bytecode"`, what bcd exports) and compiled to TIR (`exec_mode="compiled"`), and times both in
-turns (100 runs a pass, 5 passes). MetaSchedule's `compile_relax` takes no `exec_mode`, so the
-script passes it through `tvm.relax.build` for the second build. Run it alone: wall-clock figures.
+"bytecode"`, what bcd exported before bcd_core/tuned_build.py) and compiled to TIR
+(`exec_mode="compiled"`, what it exports on CPUs now), and times both in turns (100 runs a
+pass, 5 passes). Run it alone: wall-clock figures.
 """
 
 from __future__ import annotations
@@ -14,30 +14,20 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from tvm import relax
-
 from bcd_core import export
 from bcd_core.model_import import import_model
 from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.store import RecordStore
 from bcd_core.target import host_target, target_key
 from bcd_core.timing import time_in_turns
+from bcd_core.tuned_build import BYTECODE, COMPILED
 from bcd_core.tuning.milestones import library_runner, random_inputs, target_device
 
-MODES = ("bytecode", "compiled")
+MODES = (BYTECODE, COMPILED)
 
 
 def build_library(database: SqliteDatabase, imported, mode: str, out: Path) -> Path:
-    real_build = relax.build
-
-    def build(*args, **kwargs):
-        return real_build(*args, exec_mode=mode, **kwargs)
-
-    relax.build = build
-    try:
-        executable = export.compile_tuned(database, imported.relax_mod, host_target())
-    finally:
-        relax.build = real_build
+    executable = export.compile_tuned(database, imported.relax_mod, host_target(), vm_mode=mode)
     return export.export_library(executable, out)
 
 
