@@ -839,9 +839,11 @@ def time_goes_section(results: list[Result]) -> list[str]:
     lines = [
         "## Where a model's time goes",
         "",
-        "Each model's BCD tune of seed 0 above, exported and taken apart call by call, "
-        f"{min(len(r) for r in runs.values())}-{max(len(r) for r in runs.values())} runs a model",
-        f"a few minutes apart, the quietest (fastest end to end) kept; its outputs are under `{CPU_SET}/gap/`:",
+        "Each model's BCD tune of seed 0 above, compiled with the VM's function as bytecode (whose calls the",
+        "VM's instrument can time; export compiles it on CPUs since 6ff40d1, 0-4 % faster on the second CPU) and taken",
+        f"apart call by call, {min(len(r) for r in runs.values())}-{max(len(r) for r in runs.values())} runs a"
+        " model a few minutes apart, the quietest (fastest end to end) kept; its outputs are under",
+        f"`{CPU_SET}/gap/`:",
         "",
         "```sh",
         "python experiments/e2e_gap.py runs/bench/MODEL-32/MODEL/bcd-seed0.db $MODELS/MODEL.onnx --alone",

@@ -173,7 +173,7 @@ class SessionsMixin(StoreBase):
         the tune's identity and per-task budget, its clock so far (`elapsed_s`), and stopped,
         so that the tune continues it like any stopped session. `probe_trials` keeps how many of
         its trials the probe measured, so viewers can tell it from a tune resumed by a user. The
-        probe's total (its tasks not carried, tuning/reused.py) gives way to the tune's."""
+        probe's total (its tasks not reused, tuning/reused.py) gives way to the tune's."""
         changes = {"settings": json.dumps(settings, sort_keys=True), "status": SessionStatus.STOPPED}
         with self.transaction() as db:
             probe = db["sessions"].get(session_id)

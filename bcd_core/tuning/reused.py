@@ -35,7 +35,7 @@ def reuse_measured_tasks(run: TuningRun) -> str | None:
     """In a new layout probe session: the tasks whose workload has a measured program in the
     store get no trials. In a probe or a tune continuing one: each task not measured in the
     session counts the store's best. Called before the run starts, so that its start counts
-    only the trials it tunes; returns what to say once it started (None: nothing carried)."""
+    only the trials it tunes; returns what to say once it started (None: nothing reused)."""
     if not reuses(run):
         return None
     said = give_no_trials(run) if run.settings.layout_probe and not run.resumed else None
