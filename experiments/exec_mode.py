@@ -15,13 +15,12 @@ import tempfile
 from pathlib import Path
 
 from bcd_core import export
-from bcd_core.model_import import import_model
+from bcd_core.model_import import import_model, random_inputs
 from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.store import RecordStore
 from bcd_core.target import host_target, target_key
 from bcd_core.timing import time_in_turns
 from bcd_core.tuned_build import BYTECODE, COMPILED
-from bcd_core.tuning.milestones import library_runner, random_inputs, target_device
 
 MODES = (BYTECODE, COMPILED)
 
@@ -42,8 +41,8 @@ def main() -> None:
     imported = import_model(args.model, {}, "fast", args.layout, target)
     folder = Path(tempfile.mkdtemp(prefix="bcd-exec-mode-"))
     libraries = {mode: build_library(database, imported, mode, folder / f"{mode}.so") for mode in MODES}
-    inputs, device = random_inputs(imported.inputs), target_device(target)
-    runners = {mode: library_runner(path, inputs, device) for mode, path in libraries.items()}
+    inputs, device = random_inputs(imported.inputs), export.target_device(target)
+    runners = {mode: export.library_runner(path, inputs, device) for mode, path in libraries.items()}
     timed = time_in_turns({mode: runner.run for mode, runner in runners.items()}, 100, 5)
     for mode, timing in timed.items():
         print(f"{mode:9} {timing.median_ms:.4f} ms")

@@ -38,24 +38,23 @@ def reuse_measured_tasks(run: TuningRun) -> str | None:
     only the trials it tunes; returns what to say once it started (None: nothing reused)."""
     if not reuses(run):
         return None
-    said = give_no_trials(run) if run.settings.layout_probe and not run.resumed else None
-    for task in run.tasks:
-        latency = None if task.index in run.best else stored_best(run, task.index)
-        if latency is not None:
-            run.best[task.index] = latency
-    return said
+    bests = {task.index: stored_best(run, task.index) for task in run.tasks if task.index not in run.best}
+    stored = {index: latency for index, latency in bests.items() if latency is not None}
+    run.best.update(stored)
+    return give_no_trials(run, set(stored)) if run.settings.layout_probe and not run.resumed else None
 
 
-def give_no_trials(run: TuningRun) -> str | None:
-    rows: list[dict[str, Any]] = run.store.tasks(run.session_id)
-    measured = [row for row in rows if stored_best(run, row["idx"]) is not None]
-    if not measured:
+def give_no_trials(run: TuningRun, reused: set[int]) -> str | None:
+    """Budget 0 for the `reused` tasks of a new probe session, and its total the rest's."""
+    if not reused:
         return None
-    for row in measured:
-        run.store.update_task(row["id"], budget=0)
-    run.trials_total = run.settings.trials_per_task * (len(rows) - len(measured))
+    rows: list[dict[str, Any]] = run.store.tasks(run.session_id)
+    for row in rows:
+        if row["idx"] in reused:
+            run.store.update_task(row["id"], budget=0)
+    run.trials_total = run.settings.trials_per_task * (len(rows) - len(reused))
     run.store.set_total_budget(run.session_id, run.trials_total)
     return (
-        f"layout probe: {len(measured)} of {len(rows)} tasks have measured programs in this store "
+        f"layout probe: {len(reused)} of {len(rows)} tasks have measured programs in this store "
         "(the other layout's probe, or an earlier tune): not tuned again, their best counted"
     )

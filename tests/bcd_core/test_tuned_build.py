@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import numpy as np
+import pytest
 import tvm
 
 from bcd_core.export import compare_outputs, compile_tuned, export_library, library_runner, run_onnxruntime
@@ -25,6 +26,7 @@ def test_cpus_compile_the_vm_function_and_gpus_keep_its_bytecode(host) -> None:
     assert exec_mode(tvm.target.Target({"kind": "cuda", "arch": "sm_80"}, host="llvm")) == BYTECODE
 
 
+@pytest.mark.slow
 def test_both_modes_run_the_tuned_model_alike_and_match_onnxruntime(tmp_path: Path, tiny_convnet: Path, host) -> None:
     db = tmp_path / "tuned.db"
     settings = TuneSettings(trials_per_task=4, trials_per_round=2)
