@@ -38,6 +38,7 @@ from bcd_core.timing import time_in_turns
 from bcd_core.tuning.continuation import known_layout
 from bcd_core.tuning.milestones import FINAL, FIRST_ESTIMATE, compile_run, timing_on
 from bcd_core.tuning.options import AUTO_LAYOUT, STOCK
+from bcd_core.tuning.probe_cutoff import ProbeCutoff
 from bcd_core.tuning.run import PreparedModel, TuningRun, estimated_latency, prepare_model
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.stand_ins import model_best
@@ -85,7 +86,7 @@ class ProbeRun:
     model and store, with the user's listeners and control: that module imports this one)."""
 
     settings: TuneSettings
-    tune: Callable[[TuneSettings], TuningRun]
+    tune: Callable[[TuneSettings, Callable[[TuningRun], None] | None], TuningRun]  # settings, on_open
     say: Callable[[str], None] = lambda text: None
 
 
@@ -153,37 +154,59 @@ def quietest(own: dict[str, float | None], in_turns: dict[str, float]) -> dict[s
 def probe_layouts(target: Target, probe: ProbeRun) -> tuple[LayoutChoice | None, TuningRun]:
     """Tune the whole model briefly in each layout (sessions of their own in the store, which
     the real tune's search then starts from) and compare the compiled models timed in turns:
-    (the choice, the last probe's run); no choice when the user stopped a probe."""
-    started, figures, runs, stopped = time.perf_counter(), {}, {}, None
+    (the choice, the last probe's run); no choice when the user stopped a probe. The second
+    probe ends early once it cannot win (probe_cutoff.py)."""
+    started, figures, runs, stopped, cutoff = time.perf_counter(), {}, {}, None, None
     try:
         for layout in (LayoutMode.BLOCKED, LayoutMode.PLAIN):
             settings = probe_settings(probe.settings, layout)
             probe.say(f"layout: probing {layout}: every task tuned {settings.trials_per_task} times, then timed")
-            run = runs[layout] = probe.tune(settings)
+            cutoff = rival_cutoff(layout, figures)
+            run = runs[layout] = probe.tune(settings, cutoff.attach if cutoff else None)
             if run.control.stop_requested:
                 stopped = run  # its store stays open: the caller resumes from it
                 return None, run
             figures[layout] = probe_latency(run.store, run)
-        in_turns = time_probes_in_turns(runs, target)
+        in_turns = {} if cutoff and cutoff.floor_s else time_probes_in_turns(runs, target)
     finally:
         for each in runs.values():
             if each is not stopped:
                 each.store.close()
-    figures, tasks = quietest(figures, in_turns), len(run.tasks)
+    trials = probe_settings(probe.settings, LayoutMode.PLAIN).trials_per_task
+    if cutoff and cutoff.floor_s:  # the blocked probe's layout wins: the NCHW one could not
+        reason = f"measured: tuned {trials} trials per task; the NCHW probe ended early, {run.cut_reason}"
+        figures = {LayoutMode.PLAIN: cutoff.floor_s, LayoutMode.BLOCKED: cutoff.rival_s}
+        return measured_choice(target, LayoutMode.BLOCKED, figures, reason, run, trials, started), run
+    figures = quietest(figures, in_turns)
     nchw_s, blocked_s = figures[LayoutMode.PLAIN], figures[LayoutMode.BLOCKED]
     if nchw_s is None or blocked_s is None:
         return LayoutChoice(LayoutMode.PLAIN, "measured: a probe could not time every task, so the model's own"), run
     wins = blocked_s < nchw_s * (1 - WIN_MARGIN)
-    trials = probe_settings(probe.settings, LayoutMode.PLAIN).trials_per_task
     verdict = "faster" if wins else f"not {WIN_MARGIN:.0%} faster"
     how = "timed alone and in turns, the faster of each," if in_turns else "timed"
     reason = (
         f"measured: tuned {trials} trials per task, the compiled models {how} ran {nchw_s * 1e3:.3g} ms in NCHW "
         f"and {blocked_s * 1e3:.3g} ms blocked, {nchw_s / blocked_s:.2f}x as fast, {verdict}"
     )
-    block = vector_block(target) if wins else 0
     layout = LayoutMode.BLOCKED if wins else LayoutMode.PLAIN
-    return LayoutChoice(layout, reason, block, nchw_s, blocked_s, tasks, trials, time.perf_counter() - started), run
+    return measured_choice(target, layout, figures, reason, run, trials, started), run
+
+
+def rival_cutoff(layout: str, figures: dict[str, float | None]) -> ProbeCutoff | None:
+    """The cutoff for the probe of `layout` against the probe timed before it, if one was."""
+    rival = next(iter(figures), None)
+    if rival is None or figures[rival] is None:
+        return None
+    return ProbeCutoff(layout, rival, figures[rival])
+
+
+def measured_choice(
+    target: Target, layout: str, figures: dict, reason: str, run: TuningRun, trials: int, started: float
+) -> LayoutChoice:
+    """The choice with the probes' figures (seconds, each layout) and what measuring cost."""
+    block = vector_block(target) if layout == LayoutMode.BLOCKED else 0
+    nchw_s, blocked_s = figures[LayoutMode.PLAIN], figures[LayoutMode.BLOCKED]
+    return LayoutChoice(layout, reason, block, nchw_s, blocked_s, len(run.tasks), trials, time.perf_counter() - started)
 
 
 def unmeasured_choice(settings: TuneSettings, target: Target) -> LayoutChoice | None:

@@ -82,6 +82,8 @@ class Milestones:
             self.measure(FIRST_ESTIMATE)
 
     def at_end(self) -> None:
+        if self.run.cut_reason:  # a probe that cannot win: its model is not worth compiling
+            return
         new_trials = self.run.trials_done != self.last_trials
         if timing_on() and new_trials and estimated_latency(self.run.tasks, model_best(self.run)) is not None:
             self.measure(FINAL)

@@ -170,8 +170,11 @@ class ClusterSteering:
 
 def honour_control(steering: ClusterSteering) -> bool:
     """At a round boundary: wait while paused, apply the user's pending requests. False when
-    the user asked to stop. Time spent here, less the pause, counts as bookkeeping."""
+    the user asked to stop, or the run was cut short. Time spent here, less the pause, counts
+    as bookkeeping."""
     run = steering.run
+    if run.cut_reason:
+        return False
     started = time.perf_counter()
     control = run.control
     started += run.wait_while_paused()  # waiting is not bookkeeping

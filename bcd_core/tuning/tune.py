@@ -7,7 +7,7 @@ kernel never imports the strategies that use it.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -44,6 +44,7 @@ def run_session(
     memory: MemoryRequest = DEFAULT_MEMORY,
     engine_token: str | None = None,
     started_at: float | None = None,
+    on_open: Callable[[TuningRun], None] | None = None,
 ) -> TuningRun:
     """Import, extract, open (or resume) the session and run the chosen strategy to the end
     (or until `control` stops it). `resume_session_id` continues that session, refusing if
@@ -51,7 +52,8 @@ def run_session(
     `bcd` session draws on earlier tunes (a resumed one draws on what it recorded). Any
     process may steer the run through the store (tuning/channel.py); `engine_token` names this
     launch there, so that the process that launched it finds its session. `started_at`: the
-    clock's start when not now (`time.perf_counter`; a layout probe runs on its tune's)."""
+    clock's start when not now (`time.perf_counter`; a layout probe runs on its tune's).
+    `on_open`: called with the run before it starts (a layout probe's cutoff attaches to it)."""
     started = time.perf_counter() if started_at is None else started_at
     check_runner(settings)  # an unreachable tracker fails now, not after import and extraction
     for path in memory.stores if memory.enabled else ():
@@ -66,13 +68,7 @@ def run_session(
     control = control or TuningControl()
     probes = ProbeSessions()
 
-    def probe_tune(probe_settings: TuneSettings) -> TuningRun:
-        began = time.perf_counter()
-        run = run_session(
-            model_path, db_path, target, probe_settings, listeners, control=control, memory=memory, started_at=started
-        )
-        probes.ran(probe_settings.conv_layout, run.session_id, began)
-        return run
+    probe_tune = probe_tuner(model_path, db_path, target, listeners, control, memory, started, probes)
 
     try:
         probe = ProbeRun(settings, probe_tune, say)
@@ -89,9 +85,41 @@ def run_session(
     channel = ControlChannel(db_path, run.session_id, run.control, engine_token).start()
     run.listeners.append(channel.on_event)
     try:
-        return _run_opened_session(run, memory)
+        return _run_opened_session(run, memory, on_open)
     finally:
         channel.close()
+
+
+def probe_tuner(
+    model_path: str | Path,
+    db_path: str | Path,
+    target: Target,
+    listeners: Sequence[Listener],
+    control: TuningControl,
+    memory: MemoryRequest,
+    started: float,
+    probes: ProbeSessions,
+) -> Callable[[TuneSettings, Callable[[TuningRun], None] | None], TuningRun]:
+    """How a tune runs its layout probes: sessions of their own on the tune's clock, with the
+    user's listeners and control, each one's span kept in `probes`."""
+
+    def probe_tune(probe_settings: TuneSettings, on_probe_open: Callable[[TuningRun], None] | None) -> TuningRun:
+        began = time.perf_counter()
+        run = run_session(
+            model_path,
+            db_path,
+            target,
+            probe_settings,
+            listeners,
+            control=control,
+            memory=memory,
+            started_at=started,
+            on_open=on_probe_open,
+        )
+        probes.ran(probe_settings.conv_layout, run.session_id, began)
+        return run
+
+    return probe_tune
 
 
 def note_layout(run: TuningRun, choice: LayoutChoice, said: list[str], probes: ProbeSessions) -> None:
@@ -106,7 +134,9 @@ def note_layout(run: TuningRun, choice: LayoutChoice, said: list[str], probes: P
         run.store.add_probe_time(run.session_id, probes.losers_s(choice.layout))
 
 
-def _run_opened_session(run: TuningRun, memory: MemoryRequest) -> TuningRun:
+def _run_opened_session(
+    run: TuningRun, memory: MemoryRequest, on_open: Callable[[TuningRun], None] | None = None
+) -> TuningRun:
     if not run.decision.tunes:
         run.message(EventKind.INFO, f"{run.decision.reason} ({NEW_SESSION_ADVICE})")
         run.emit(
@@ -124,6 +154,8 @@ def _run_opened_session(run: TuningRun, memory: MemoryRequest) -> TuningRun:
     rules = StoppingRules(run, milestones)
     run.batch_hooks += [milestones.after_batch, rules.after_batch]
     reused = reuse_measured_tasks(run)
+    if on_open is not None:
+        on_open(run)
     run.start()
     if reused:
         run.message(EventKind.INFO, reused)

@@ -240,3 +240,27 @@ def test_the_second_probe_does_not_tune_again_what_the_first_measured(tmp_path: 
     assert any(f"{len(in_both)} of {len(workload)} tasks have measured programs" in m for m in messages)
     assert tune.trials_done == 3 * len(tune.tasks), "the tune did not spend its whole budget"
     assert len(store.trial_counts(tune.session_id)) == len(tune.tasks), "a task shared by the layouts went untuned"
+
+
+@pytest.mark.slow
+def test_a_second_probe_that_cannot_win_ends_early_and_blocked_is_chosen(
+    tmp_path: Path, mobile_cnn: Path, time_model, monkeypatch
+) -> None:
+    """With the cutoff at 0x the blocked model's time, the NCHW probe (second) cannot win from
+    its first batch: it ends completed with fewer trials and says why, its model is neither
+    compiled nor timed in turns, and the tune continues the blocked probe to its budget."""
+    from bcd_core.tuning import probe_cutoff
+
+    monkeypatch.setattr(probe_cutoff, "HOPELESS", 0.0)
+    monkeypatch.setattr(layout_choice, "time_probes_in_turns", no_probe)
+    db = tmp_path / "cut.db"
+    tune = run_session(mobile_cnn, db, host_target(), auto(trials_per_task=3))
+    store = RecordStore(db)
+    nchw = next(s for s in store.sessions() if json.loads(s["settings"])["conv_layout"] == "nchw")
+    assert nchw["status"] == "completed" and nchw["stop_reason"].startswith("the nchw layout cannot win")
+    budget = 3 * len(store.tasks(nchw["id"]))  # the probe's trials per task: the tune's 3, fewer than 4
+    assert 0 < len(store.trials(nchw["id"])) < budget, "the NCHW probe spent its whole budget"
+    assert not store.model_latencies(nchw["id"]), "the hopeless probe's model was compiled and timed"
+    choice = session_layout_choice(store, store.session(tune.session_id))
+    assert choice.layout == "blocked" and "ended early" in choice.reason and choice.nchw_s > 0
+    assert tune.session_id != nchw["id"] and tune.trials_done == 3 * len(tune.tasks)
