@@ -32,7 +32,7 @@ METHOD_SET = "docs/bench/method"
 METHOD_CODE = "commits d7de03c and 8ccedb7"
 # `bcd bench` of the current code on a second 2-core CPU, one bcd was never developed on.
 SECOND_CPU_SET = "docs/bench/blocked-rocketlake"
-SECOND_CPU_CODE = {"*": "fb052da", "unseen_vit": "420d2cf", "unseen_vit-16": "2546894", "resnet18": "6ff40d1"}
+SECOND_CPU_CODE = {"*": "fb052da", "unseen_vit": "420d2cf", "unseen_vit-16": "2546894", "resnet18": "2a1a706"}
 GPU_SET = "docs/bench/cuda-8-h200-current"  # the latest check of the CUDA path
 GPU_RESULT = "transformer_encoder_l2-bench.json"
 GPU_MILESTONES = "milestones-check.json"  # the latest code's check there
@@ -633,7 +633,10 @@ def limits_section(results: list[Result]) -> list[str]:
         " The layout probes (4 trials per task",
         f"  each) weigh most there: BCD took {smallest.bcd.trial_cost_ratio:.2f}x stock's time per trial, the"
         " losing probe's time on its clock",
-        "  and blocked candidates dearer to build and run than NCHW ones.",
+        "  and blocked candidates dearer to build and run than NCHW ones. The losing NCHW probe ends early",
+        "  only once its tasks measured so far take twice the blocked model's time (design.md): there",
+        "  NCHW's model was 1.57x slower, so it ran whole; on ResNet-18 (second CPU, NCHW 2.2-3.7x slower)",
+        "  it ended after 32-62 of 68 trials, its time on BCD's clock down from 48-65 s to 16-37 s.",
         "  Models whose tasks have few structural relatives (BERT-mini's 14 tasks, the MLP's 4) gain less from",
         "  diffusion; their lead comes from learning from every batch at once and cheaper first rounds.",
         "- **Not covered here.** These are cold tunes: the tuning memory's gain (`bcd bench --memory STORE`",
