@@ -3,11 +3,11 @@
 The probes run one after the other (layout_choice.probe_layouts), so when the second starts the
 first's compiled model has been timed. The second's estimate grows as its tasks get programs:
 the tasks measured so far, weight x best, are a floor under its whole probe's estimate (a task's
-later probe trials can lower its best, but a probe gives each task about one round), and the
-compiled model has timed at or above its estimate on every model so far (layout transforms, the
-VM's calls, cold caches). So once the floor passes HOPELESS times the first probe's timed model,
-the second layout cannot win: its probe ends, its model is neither compiled nor timed. On CNNs
-where blocked wins 3-4x, the losing NCHW probe was most of what choosing the layout cost.
+later probe trials can lower its best, but a probe gives each task about one round), and a
+compiled model times 1.0-1.5x its estimate (layout transforms, the VM's calls, cold caches; once
+0.78x, with programs its estimate left out). Once the floor passes HOPELESS times the first
+probe's timed model, the second layout cannot win: its probe ends, its model is neither compiled
+nor timed. Where blocked wins 3-4x, the losing NCHW probe was most of what the choice cost.
 
 It ends as a completed session with fewer trials, not a stopped one: a stop is the user's (the
 tune that follows shares the user's control) and the next tune resumes a stopped probe.
