@@ -704,7 +704,8 @@ def second_cpu_gaps(results: list[Result]) -> list[str]:
     if not shown:
         return []
     lines = [
-        "Where the time goes (as above, `e2e_gap.py ... --alone` on BCD's seed 0;"
+        "Where the time goes (as above, `e2e_gap.py ... --alone` on BCD's seed 0; ResNet-18's from its"
+        " bench at 6ff40d1, before the losing probe was cut short, which changes no kernel's code;"
         f" outputs under `{SECOND_CPU_SET}/gap/`):",
         "",
         *table(GAP_HEADER, [gap_row(r.model.label, quiet[r.model.stem]) for r in shown]),
