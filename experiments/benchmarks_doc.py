@@ -32,7 +32,13 @@ METHOD_SET = "docs/bench/method"
 METHOD_CODE = "commits d7de03c and 8ccedb7"
 # `bcd bench` of the current code on a second 2-core CPU, one bcd was never developed on.
 SECOND_CPU_SET = "docs/bench/blocked-rocketlake"
-SECOND_CPU_CODE = {"*": "fb052da", "unseen_vit": "420d2cf", "unseen_vit-16": "2546894", "resnet18": "2a1a706"}
+SECOND_CPU_CODE = {
+    "*": "fb052da",
+    "unseen_vit": "420d2cf",
+    "unseen_vit-16": "2546894",
+    "resnet18": "2a1a706",
+    "squeezenet1_1": "69682af",
+}
 GPU_SET = "docs/bench/cuda-8-h200-current"  # the latest check of the CUDA path
 GPU_RESULT = "transformer_encoder_l2-bench.json"
 GPU_MILESTONES = "milestones-check.json"  # the latest code's check there
