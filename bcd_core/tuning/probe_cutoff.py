@@ -37,7 +37,6 @@ class ProbeCutoff:
     def __init__(self, layout: str, rival: str, rival_s: float) -> None:
         self.layout, self.rival, self.rival_s = layout, rival, rival_s
         self.floor_s: float | None = None
-        self.tasks_timed = 0
         self.run: TuningRun | None = None
 
     def attach(self, run: TuningRun) -> None:
@@ -51,7 +50,7 @@ class ProbeCutoff:
         floor, timed = measured_floor(run)
         if floor <= self.rival_s * HOPELESS:
             return
-        self.floor_s, self.tasks_timed = floor, timed
+        self.floor_s = floor
         run.cut_reason = (
             f"the {self.layout} layout cannot win: {timed} of its {len(run.tasks)} tasks' programs alone take "
             f"{format_latency(floor)}, {floor / self.rival_s:.1f}x the {self.rival} model's timed "
