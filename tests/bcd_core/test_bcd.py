@@ -101,9 +101,11 @@ def test_a_task_that_diffusion_keeps_missing_receives_no_more() -> None:
 
 def test_a_heavier_task_keeps_a_whole_first_round_and_a_lighter_one_halves_it() -> None:
     plan = BcdPlan.__new__(BcdPlan)  # the rule alone, without a tune
-    plan.heavy = {2}
+    plan.heavy, plan.probe = {2}, False
     assert not plan.halves_first_round(2)
     assert plan.halves_first_round(0)
+    plan.probe = True  # a layout probe's budget is one round a task: halving it only adds rounds
+    assert not plan.halves_first_round(0)
 
 
 def test_a_tasks_own_cluster_gives_before_other_models_but_after_its_own_workload(monkeypatch) -> None:
