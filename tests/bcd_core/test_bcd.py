@@ -177,6 +177,26 @@ def test_members_first_rounds_are_shorter_when_their_cluster_gave_them_programs(
         assert len(batch) == (SETTINGS.batch_size if member in heavy else SETTINGS.batch_size // 2), member
 
 
+@pytest.mark.slow
+def test_a_layout_probe_measures_every_first_round_whole(
+    tmp_path: Path, conv_cluster_model: Path, host, layout
+) -> None:
+    """A layout probe's budget is one round a task: a light member given its cluster's
+    programs measures them in one whole batch, not half a round now and an evolved half later."""
+    settings = replace(SETTINGS, trials_per_task=4, trials_per_round=4, conv_layout="nchw", layout_probe=True)
+    run = run_session(conv_cluster_model, tmp_path / "probe.db", host, settings)
+    store = RecordStore(tmp_path / "probe.db")
+    rows, first = rows_by_index(store, run.session_id), first_batches(store, run.session_id)
+    prepared, conv = layout
+    given = {m for m in conv.followers() if any(t["origin"] == "diffused" for t in first[rows[m]["id"]][1])}
+    assert given - heavier_than_average(prepared.tasks), "no light member received its cluster's programs"
+    rounds: dict[int, set[int]] = {}
+    for number, trials in batches(store, run.session_id).items():
+        rounds.setdefault(trials[0]["task_id"], set()).add(number)
+    assert all(len(numbers) == 1 for numbers in rounds.values()), rounds
+    assert run.trials_done == settings.trials_per_task * len(run.tasks)
+
+
 def test_heavier_than_average_counts_only_tasks_with_work(layout) -> None:
     prepared, _ = layout
     work = [task.weighted_flops for task in prepared.tasks]
