@@ -160,7 +160,7 @@ def probe_layouts(target: Target, probe: ProbeRun) -> tuple[LayoutChoice | None,
     try:
         for layout in (LayoutMode.BLOCKED, LayoutMode.PLAIN):
             settings = probe_settings(probe.settings, layout)
-            probe.say(f"layout: probing {layout}: every task tuned {settings.trials_per_task} times, then timed")
+            probe.say(f"layout: probing {layout}: a round of up to {settings.trials_per_task} trials a task, timed")
             cutoff = rival_cutoff(layout, figures)
             run = runs[layout] = probe.tune(settings, cutoff.attach if cutoff else None)
             if run.control.stop_requested:
@@ -174,7 +174,7 @@ def probe_layouts(target: Target, probe: ProbeRun) -> tuple[LayoutChoice | None,
                 each.store.close()
     trials = probe_settings(probe.settings, LayoutMode.PLAIN).trials_per_task
     if cutoff and cutoff.floor_s:  # the blocked probe's layout wins: the NCHW one could not
-        reason = f"measured: tuned {trials} trials per task; the NCHW probe ended early, {run.cut_reason}"
+        reason = f"measured: a round of up to {trials} trials a task; the NCHW probe ended early, {run.cut_reason}"
         figures = {LayoutMode.PLAIN: cutoff.floor_s, LayoutMode.BLOCKED: cutoff.rival_s}
         return measured_choice(target, LayoutMode.BLOCKED, figures, reason, run, trials, started), run
     figures = quietest(figures, in_turns)
@@ -185,8 +185,9 @@ def probe_layouts(target: Target, probe: ProbeRun) -> tuple[LayoutChoice | None,
     verdict = "faster" if wins else f"not {WIN_MARGIN:.0%} faster"
     how = "timed alone and in turns, the faster of each," if in_turns else "timed"
     reason = (
-        f"measured: tuned {trials} trials per task, the compiled models {how} ran {nchw_s * 1e3:.3g} ms in NCHW "
-        f"and {blocked_s * 1e3:.3g} ms blocked, {nchw_s / blocked_s:.2f}x as fast, {verdict}"
+        f"measured: a round of up to {trials} trials a task, the compiled models {how} ran "
+        f"{nchw_s * 1e3:.3g} ms in NCHW and {blocked_s * 1e3:.3g} ms blocked, "
+        f"{nchw_s / blocked_s:.2f}x as fast, {verdict}"
     )
     layout = LayoutMode.BLOCKED if wins else LayoutMode.PLAIN
     return measured_choice(target, layout, figures, reason, run, trials, started), run

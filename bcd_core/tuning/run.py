@@ -362,6 +362,7 @@ class TuningRun:
         self.control_in_callback = False
         self.stopped_from_callback = False
         self.cut_reason: str | None = None  # why it ended early unstopped (tuning/probe_cutoff.py)
+        self.end_reason: str | None = None  # why it completed with trials left (a layout probe's)
         self.given_up: set[int] = set()  # tasks whose every candidate failed
         # The estimate from re-timed best programs at the final milestone (tuning/milestones.py),
         # which the session keeps as its final estimate.
@@ -430,7 +431,8 @@ class TuningRun:
         # The store's is the latest: the search's from the last round, or re-timed at the end.
         stored = self.store.session(self.session_id)["estimated_latency_s"]
         estimate = self.final_estimate or stored or estimated_latency(self.tasks, model_best(self))
-        reason = (self.cut_reason if status == SessionStatus.COMPLETED else None) or stop_reason(status, self.control)
+        completed = self.cut_reason or self.end_reason if status == SessionStatus.COMPLETED else None
+        reason = completed or stop_reason(status, self.control)
         store = self.store
         store.finish_session(self.session_id, status, self.elapsed(), self.bookkeeping_s, self.final_estimate, reason)
         self.emit(SessionFinished(self.session_id, status, self.trials_done, estimate, self.elapsed(), reason))

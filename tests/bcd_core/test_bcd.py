@@ -14,7 +14,7 @@ from bcd_core.clustering import cluster_tasks
 from bcd_core.cost_model.stored import python_model
 from bcd_core.records.store import RecordStore
 from bcd_core.tuning.bcd.plan import DIFFUSION_MISSES, BcdPlan, failed_sources, heavier_than_average, own_first_picks
-from bcd_core.tuning.bcd.scheduler import first_round_order, task_gradient
+from bcd_core.tuning.bcd.scheduler import PROBE_END, first_round_order, task_gradient
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import RoundFinished, SessionMessage, SessionPaused
 from bcd_core.tuning.run import prepare_model
@@ -101,11 +101,9 @@ def test_a_task_that_diffusion_keeps_missing_receives_no_more() -> None:
 
 def test_a_heavier_task_keeps_a_whole_first_round_and_a_lighter_one_halves_it() -> None:
     plan = BcdPlan.__new__(BcdPlan)  # the rule alone, without a tune
-    plan.heavy, plan.probe = {2}, False
+    plan.heavy = {2}
     assert not plan.halves_first_round(2)
     assert plan.halves_first_round(0)
-    plan.probe = True  # a layout probe's budget is one round a task: halving it only adds rounds
-    assert not plan.halves_first_round(0)
 
 
 def test_a_tasks_own_cluster_gives_before_other_models_but_after_its_own_workload(monkeypatch) -> None:
@@ -178,23 +176,27 @@ def test_members_first_rounds_are_shorter_when_their_cluster_gave_them_programs(
 
 
 @pytest.mark.slow
-def test_a_layout_probe_measures_every_first_round_whole(
+def test_a_layout_probe_ends_once_every_task_had_its_first_round(
     tmp_path: Path, conv_cluster_model: Path, host, layout
 ) -> None:
-    """A layout probe's budget is one round a task: a light member given its cluster's
-    programs measures them in one whole batch, not half a round now and an evolved half later."""
+    """A layout probe is each task's first round, no more: a light member given its
+    cluster's programs measures half of it and gets no evolved second round; the probe ends
+    with trials left and says why."""
     settings = replace(SETTINGS, trials_per_task=4, trials_per_round=4, conv_layout="nchw", layout_probe=True)
     run = run_session(conv_cluster_model, tmp_path / "probe.db", host, settings)
     store = RecordStore(tmp_path / "probe.db")
     rows, first = rows_by_index(store, run.session_id), first_batches(store, run.session_id)
     prepared, conv = layout
     given = {m for m in conv.followers() if any(t["origin"] == "diffused" for t in first[rows[m]["id"]][1])}
-    assert given - heavier_than_average(prepared.tasks), "no light member received its cluster's programs"
+    light = given - heavier_than_average(prepared.tasks)
+    assert light, "no light member received its cluster's programs"
+    assert all(len(first[rows[m]["id"]][1]) == settings.batch_size // 2 for m in light)
     rounds: dict[int, set[int]] = {}
     for number, trials in batches(store, run.session_id).items():
         rounds.setdefault(trials[0]["task_id"], set()).add(number)
-    assert all(len(numbers) == 1 for numbers in rounds.values()), rounds
-    assert run.trials_done == settings.trials_per_task * len(run.tasks)
+    assert len(rounds) == len(run.tasks) and all(len(numbers) == 1 for numbers in rounds.values()), rounds
+    assert run.trials_done < settings.trials_per_task * len(run.tasks)
+    assert store.session(run.session_id)["stop_reason"] == PROBE_END
 
 
 def test_heavier_than_average_counts_only_tasks_with_work(layout) -> None:

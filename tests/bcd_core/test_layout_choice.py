@@ -235,7 +235,7 @@ def test_the_second_probe_does_not_tune_again_what_the_first_measured(tmp_path: 
     assert probed == set(workload.values()) - in_both
     assert probe_end == 2 * len(probed)
     choice = session_layout_choice(store, store.session(tune.session_id))
-    assert choice.reason.startswith("measured: tuned") and choice.nchw_s and choice.blocked_s
+    assert choice.reason.startswith("measured: a round of up to 2 trials a task") and choice.nchw_s and choice.blocked_s
     messages = [event["message"] for event in store.events(nchw["id"])]
     assert any(f"{len(in_both)} of {len(workload)} tasks have measured programs" in m for m in messages)
     assert tune.trials_done == 3 * len(tune.tasks), "the tune did not spend its whole budget"

@@ -88,7 +88,6 @@ class BcdPlan(ClusterSteering):
         rows = run.store.tasks(run.session_id)
         self.provenance_written = {row["idx"] for row in rows if row["diffused_best_s"] is not None}
         self.heavy = heavier_than_average(run.tasks)
-        self.probe = run.settings.layout_probe
         self.twins = SerialTwins(run, self.score)
         self._restore_received()
         self.recluster()
@@ -204,12 +203,8 @@ class BcdPlan(ClusterSteering):
 
     def halves_first_round(self, task_index: int) -> bool:
         """Whether a task given diffused programs measures only half a first round: one with
-        less work than the model's average task (a heavier one's final sets the model's), and
-        not in a layout probe. A probe's trials per task are one round's, so half a round there
-        saves no trial: it only adds a second round of the other half, an evolution whose
-        fixed cost (a population sampled, mutated four times and scored each time) is several
-        times a ranked first round's, for two or three trials."""
-        return not self.probe and task_index not in self.heavy
+        less work than the model's average task; a heavier one's final sets the model's."""
+        return task_index not in self.heavy
 
     def vouched(self, programs: Sequence[ms.MeasureCandidate]) -> bool:
         """Whether any of a task's carried programs is its cluster's (measured on this model,

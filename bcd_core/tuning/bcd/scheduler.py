@@ -22,6 +22,7 @@ from bcd_core.tuning.steering import honour_control
 GRADIENT_ALPHA = 0.2
 GRADIENT_WINDOW = 3
 NO_VALID_TIME = 1e100  # what GradientBased holds for a task with no valid measurement
+PROBE_END = "a layout probe measures each task's first round, and every task has had it"
 
 
 def task_gradient(history: list[float], weight: float, rounds_spent: float | None = None) -> float:
@@ -50,7 +51,11 @@ def first_round_order(representatives: list[int], members: list[int], started: s
 
 def next_task(plan: BcdPlan, scheduler: Any) -> int | None:
     """The next task to tune: every task's first round (representatives first), then the
-    steepest gradient; None once the budget is handed out."""
+    steepest gradient; None once the budget is handed out, or in a layout probe once every
+    task has had its first round. A probe compares layouts at one round a task; a second round
+    is an evolution (a population sampled, mutated four times and scored each time), several
+    times a ranked first round's cost, and a light task that measured half a first round would
+    spend one on two trials. The winning probe's tune gives those rounds where gradients say."""
     if plan.generated >= plan.total_budget:
         return None
     records = scheduler.tasks_
@@ -67,6 +72,9 @@ def next_task(plan: BcdPlan, scheduler: Any) -> int | None:
     waiting = [i for i in first_round_order(representatives, members, plan.started) if i in alive]
     if waiting:
         choice = waiting[0]
+    elif plan.settings.layout_probe:  # its rounds after the first would be evolved: left to the tune
+        plan.run.end_reason = PROBE_END
+        return None
     else:
         if not plan.round_robin_joined:  # as GradientBased: every first round in, then gradients
             for index, record in enumerate(records):
