@@ -38,6 +38,7 @@ SECOND_CPU_CODE = {
     "unseen_vit-16": "2546894",
     "resnet18": "2a1a706",
     "squeezenet1_1": "69682af",
+    "unseen_effnet": "2ae6758",
 }
 GPU_SET = "docs/bench/cuda-8-h200-current"  # the latest check of the CUDA path
 GPU_RESULT = "transformer_encoder_l2-bench.json"
@@ -636,12 +637,17 @@ def limits_section(results: list[Result]) -> list[str]:
         " that is much of",
         f"  stock's tune: on {smallest.short}{where} its first full estimate came after"
         f" {smallest.bcd.baseline_first_estimate_mean_s:.0f} s of {seconds(smallest_stock_s)}."
-        " The layout probes (4 trials per task",
-        f"  each) weigh most there: BCD took {smallest.bcd.trial_cost_ratio:.2f}x stock's time per trial, the"
-        " losing probe's time on its clock",
-        "  and blocked candidates dearer to build and run than NCHW ones. The losing NCHW probe ends early",
-        "  only once its tasks measured so far take twice the blocked model's time (design.md): there",
-        "  NCHW's model was 1.57x slower, so it ran whole; on ResNet-18 (second CPU, NCHW 2.2-3.7x slower)",
+        " BCD took",
+        f"  {smallest.bcd.trial_cost_ratio:.2f}x stock's time per trial there, and not in its own rounds: in one"
+        " cProfiled tune a side, both",
+        "  blocked, 8 trials per task, no probe (`experiments/round_profile.py`), BCD took 0.61 s a trial and stock",
+        "  0.66. What costs is the layout: blocked candidates are dearer (the bench's stock, NCHW, unprofiled:",
+        "  0.52-0.54 s a trial), the losing probe stays on BCD's clock (each probe is one first round a",
+        "  task: 156-182 trials, 93-105 s), and after the probes each task's further rounds are evolved ones",
+        "  with a trained cost model, about 5 s a round of 8 against 0.8 s for a ranked first round, which",
+        "  stock's single round a task at 8 trials per task never runs. The losing NCHW probe ends early",
+        "  once its tasks measured so far take twice the blocked model's time (design.md): there NCHW's",
+        "  model was 1.6-2.0x slower, so it ran whole; on ResNet-18 (second CPU, NCHW 2.2-3.7x slower)",
         "  it ended after 32-62 of 68 trials, its time on BCD's clock down from 48-65 s to 16-37 s.",
         "  Models whose tasks have few structural relatives (BERT-mini's 14 tasks, the MLP's 4) gain less from",
         "  diffusion; their lead comes from learning from every batch at once and cheaper first rounds.",
@@ -711,8 +717,9 @@ def second_cpu_gaps(results: list[Result]) -> list[str]:
         return []
     lines = [
         "Where the time goes (as above, `e2e_gap.py ... --alone` on BCD's seed 0; ResNet-18's from its"
-        " bench at 6ff40d1, before the losing probe was cut short, which changes no kernel's code;"
-        f" outputs under `{SECOND_CPU_SET}/gap/`):",
+        " bench at 6ff40d1 and the EfficientNet-style CNN's from its bench at fb052da, before the probes"
+        " were shortened, which changes no kernel's code; outputs under"
+        f" `{SECOND_CPU_SET}/gap/`):",
         "",
         *table(GAP_HEADER, [gap_row(r.model.label, quiet[r.model.stem]) for r in shown]),
         "",
