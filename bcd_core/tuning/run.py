@@ -364,9 +364,7 @@ class TuningRun:
         self.cut_reason: str | None = None  # why it ended early unstopped (tuning/probe_cutoff.py)
         self.end_reason: str | None = None  # why it completed with trials left (a layout probe's)
         self.given_up: set[int] = set()  # tasks whose every candidate failed
-        # The estimate from re-timed best programs at the final milestone (tuning/milestones.py),
-        # which the session keeps as its final estimate.
-        self.final_estimate: float | None = None
+        self.final_estimate: float | None = None  # the final milestone's re-timed one (milestones.py), kept
 
     # -- session identity -----------------------------------------------------------------
     def _open_session(self, new_session: bool, resume_session_id: int | None = None) -> tuple[int, bool]:
@@ -433,9 +431,9 @@ class TuningRun:
         estimate = self.final_estimate or stored or estimated_latency(self.tasks, model_best(self))
         completed = self.cut_reason or self.end_reason if status == SessionStatus.COMPLETED else None
         reason = completed or stop_reason(status, self.control)
-        store = self.store
-        store.finish_session(self.session_id, status, self.elapsed(), self.bookkeeping_s, self.final_estimate, reason)
-        self.emit(SessionFinished(self.session_id, status, self.trials_done, estimate, self.elapsed(), reason))
+        elapsed, final = self.elapsed(), self.final_estimate
+        self.store.finish_session(self.session_id, status, elapsed, self.bookkeeping_s, final, reason)
+        self.emit(SessionFinished(self.session_id, status, self.trials_done, estimate, elapsed, reason))
 
     # -- contexts -------------------------------------------------------------------------
     def make_context(self, task: Task, search_strategy: Any) -> ms.TuneContext:
