@@ -429,7 +429,7 @@ class TuningRun:
         # The store's is the latest: the search's from the last round, or re-timed at the end.
         stored = self.store.session(self.session_id)["estimated_latency_s"]
         estimate = self.final_estimate or stored or estimated_latency(self.tasks, model_best(self))
-        completed = self.cut_reason or self.end_reason if status == SessionStatus.COMPLETED else None
+        completed = (self.cut_reason or self.end_reason) if status == SessionStatus.COMPLETED else None
         reason = completed or stop_reason(status, self.control)
         elapsed, final = self.elapsed(), self.final_estimate
         self.store.finish_session(self.session_id, status, elapsed, self.bookkeeping_s, final, reason)
