@@ -199,6 +199,31 @@ def test_a_layout_probe_ends_once_every_task_had_its_first_round(
     assert store.session(run.session_id)["stop_reason"] == PROBE_END
 
 
+@pytest.mark.slow
+def test_a_later_round_measures_the_whole_round_from_the_pooled_budget(
+    tmp_path: Path, conv_cluster_model: Path, host, layout
+) -> None:
+    """With fewer trials per task than per round, a task's first round is cut to its trials
+    per task, so every task has one within the budget, while a later round, drawn on the
+    pooled budget, measures up to the user's whole round: an evolution costs about the same
+    whatever its batch, and a round of trials per task paid one for a few trials."""
+    settings = replace(SETTINGS, trials_per_task=4, trials_per_round=8, conv_layout="nchw")
+    control = TuningControl()
+    total = settings.trials_per_task * len(layout[0].tasks) + 2 * settings.trials_per_round
+    control.set_total_budget(total)  # trials left after the first round robin, for the gradient rule
+    run = run_session(conv_cluster_model, tmp_path / "rounds.db", host, settings, control=control)
+    store = RecordStore(tmp_path / "rounds.db")
+    firsts: set[int] = set()
+    first_sizes, later_sizes = [], []
+    for _, trials in sorted(batches(store, run.session_id).items()):
+        task = trials[0]["task_id"]
+        (later_sizes if task in firsts else first_sizes).append(len(trials))
+        firsts.add(task)
+    assert len(first_sizes) == len(run.tasks) and max(first_sizes) <= settings.trials_per_task
+    assert later_sizes and max(later_sizes) > settings.trials_per_task, later_sizes
+    assert run.trials_done == total
+
+
 def test_heavier_than_average_counts_only_tasks_with_work(layout) -> None:
     prepared, _ = layout
     work = [task.weighted_flops for task in prepared.tasks]

@@ -28,16 +28,20 @@ class BcdSearch(ms.search_strategy.PySearchStrategy):
         self.task_index = task_index
         self.inner = evolutionary_search(plan.run)
         self.rounds = 0  # batches generated in this run
-        self.batch_size = plan.settings.batch_size
 
     def _initialize_with_tune_context(self, context: ms.TuneContext) -> None:
         self.inner._initialize_with_tune_context(context)
 
     def pre_tuning(self, max_trials, num_trials_per_iter, design_spaces, database=None, cost_model=None) -> None:
+        """`num_trials_per_iter` is the first round's size, at most trials per task, so that
+        every task has its first round within the budget. A later round draws on the pooled
+        budget and evolves a population whose cost hardly depends on how many of it are
+        measured, so it measures the user's whole round (`trials_per_round`): a round cut to
+        a small trials-per-task paid a whole evolution for a few trials."""
         self.plan.sketches[self.task_index] = list(design_spaces)
-        self.batch_size = num_trials_per_iter
         database = self.plan.run.database.without(*SEARCH_HIDDEN_ORIGINS)
-        self.inner.pre_tuning(max_trials, num_trials_per_iter, design_spaces, database, cost_model)
+        later_rounds = self.plan.settings.trials_per_round
+        self.inner.pre_tuning(max_trials, later_rounds, design_spaces, database, cost_model)
         self.plan.searches[self.task_index] = self.inner
 
     def post_tuning(self) -> None:
