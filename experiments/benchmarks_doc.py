@@ -38,7 +38,7 @@ SECOND_CPU_CODE = {
     "unseen_vit-16": "2546894",
     "resnet18": "2a1a706",
     "squeezenet1_1": "69682af",
-    "unseen_effnet": "2ae6758",
+    "unseen_effnet": "a49bf94",
 }
 GPU_SET = "docs/bench/cuda-8-h200-current"  # the latest check of the CUDA path
 GPU_RESULT = "transformer_encoder_l2-bench.json"
@@ -643,9 +643,11 @@ def limits_section(results: list[Result]) -> list[str]:
         "  blocked, 8 trials per task, no probe (`experiments/round_profile.py`), BCD took 0.61 s a trial and stock",
         "  0.66. What costs is the layout: blocked candidates are dearer (the bench's stock, NCHW, unprofiled:",
         "  0.52-0.54 s a trial), the losing probe stays on BCD's clock (each probe is one first round a",
-        "  task: 156-182 trials, 93-105 s), and after the probes each task's further rounds are evolved ones",
-        "  with a trained cost model, about 5 s a round of 8 against 0.8 s for a ranked first round, which",
-        "  stock's single round a task at 8 trials per task never runs. The losing NCHW probe ends early",
+        "  task: 156-182 trials, about 100 s each), and after the probes the further rounds are evolutions with a",
+        "  trained cost model, about 5 s a round against 0.8 s for a ranked first round; stock's whole first",
+        "  round robin evolves under random scores, which skip the model's features. BCD's later rounds",
+        "  measure the whole round (16), not trials per task (8): cut to 8, they made its time per trial",
+        "  1.81x stock's for the same final estimate (1.01 ms). The losing NCHW probe ends early",
         "  once its tasks measured so far take twice the blocked model's time (design.md): there NCHW's",
         "  model was 1.6-2.0x slower, so it ran whole; on ResNet-18 (second CPU, NCHW 2.2-3.7x slower)",
         "  it ended after 32-62 of 68 trials, its time on BCD's clock down from 48-65 s to 16-37 s.",
