@@ -719,8 +719,7 @@ def second_cpu_gaps(results: list[Result]) -> list[str]:
         return []
     lines = [
         "Where the time goes (as above, `e2e_gap.py ... --alone` on BCD's seed 0; ResNet-18's from its"
-        " bench at 6ff40d1 and the EfficientNet-style CNN's from its bench at fb052da, before the probes"
-        " were shortened, which changes no kernel's code; outputs under"
+        " bench at 6ff40d1, before the probes were shortened, which changes no kernel's code; outputs under"
         f" `{SECOND_CPU_SET}/gap/`):",
         "",
         *table(GAP_HEADER, [gap_row(r.model.label, quiet[r.model.stem]) for r in shown]),
