@@ -213,12 +213,9 @@ def test_a_later_round_measures_the_whole_round_from_the_pooled_budget(
     control.set_total_budget(total)  # trials left after the first round robin, for the gradient rule
     run = run_session(conv_cluster_model, tmp_path / "rounds.db", host, settings, control=control)
     store = RecordStore(tmp_path / "rounds.db")
-    firsts: set[int] = set()
-    first_sizes, later_sizes = [], []
-    for _, trials in sorted(batches(store, run.session_id).items()):
-        task = trials[0]["task_id"]
-        (later_sizes if task in firsts else first_sizes).append(len(trials))
-        firsts.add(task)
+    first_rounds = {number: len(trials) for number, trials in first_batches(store, run.session_id).values()}
+    first_sizes = list(first_rounds.values())
+    later_sizes = [len(t) for number, t in batches(store, run.session_id).items() if number not in first_rounds]
     assert len(first_sizes) == len(run.tasks) and max(first_sizes) <= settings.trials_per_task
     assert later_sizes and max(later_sizes) > settings.trials_per_task, later_sizes
     assert run.trials_done == total
