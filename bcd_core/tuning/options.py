@@ -92,7 +92,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "trials_per_round",
         Level.USER,
-        "candidates measured per batch",
+        "candidates measured per batch; a task's first batch takes at most its trials per task",
         "--trials-per-round",
         "Measured per round",
         type=int,

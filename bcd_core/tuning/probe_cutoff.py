@@ -3,11 +3,12 @@
 The probes run one after the other (layout_choice.probe_layouts), so when the second starts the
 first's compiled model has been timed. The second's estimate grows as its tasks get programs:
 the tasks measured so far, weight x best, are a floor under its whole probe's estimate (a task's
-later probe trials can lower its best, but a probe gives each task about one round), and a
-compiled model times 1.0-1.5x its estimate (layout transforms, the VM's calls, cold caches; once
-0.78x, with programs its estimate left out). Once the floor passes HOPELESS times the first
-probe's timed model, the second layout cannot win: its probe ends, its model is neither compiled
-nor timed. Where blocked wins 3-4x, the losing NCHW probe was most of what the choice cost.
+later probe trials can lower its best, but a probe gives each task one round), and a compiled
+model times 1.0-1.5x its estimate (layout transforms, the VM's calls, cold caches; once 0.78x,
+with programs its estimate left out). Once the floor passes HOPELESS times the first probe's
+timed model, the second's model would time at least 0.78 x 1.5 = 1.17x the first's (the first
+wins at 1.05x): its probe ends, its model is neither compiled nor timed. A probe measures its
+heaviest tasks first (scheduler.first_round_order), so the floor rises fastest.
 
 It ends as a completed session with fewer trials, not a stopped one: a stop is the user's (the
 tune that follows shares the user's control) and the next tune resumes a stopped probe.
@@ -21,7 +22,7 @@ from bcd_core.formatting import format_latency
 from bcd_core.records.states import EventKind
 from bcd_core.tuning.run import TuningRun
 
-HOPELESS = 2.0  # the floor must pass this many times the rival's timed model
+HOPELESS = 1.5  # the floor must pass this many times the rival's timed model
 
 
 def measured_floor(run: TuningRun) -> tuple[float, int]:

@@ -85,6 +85,14 @@ def test_first_round_puts_representatives_before_members() -> None:
     assert first_round_order([0, 3], [1, 2, 4], started={0, 1}) == [3, 2, 4]
 
 
+def test_a_probes_first_round_takes_its_heaviest_members_first() -> None:
+    # Given each task's FLOPs x weight (a layout probe's order), members go heaviest first,
+    # still after every representative; members without work keep their order, last.
+    work = {0: 1.0, 1: 2.0, 2: 9.0, 3: 0.5, 4: 5.0, 5: 0.0, 6: 0.0}
+    assert first_round_order([0, 3], [1, 2, 4, 6, 5], set(), work) == [0, 3, 2, 4, 1, 6, 5]
+    assert first_round_order([0, 3], [1, 2, 4], {0, 2}, work) == [3, 4, 1]
+
+
 def test_a_task_that_diffusion_keeps_missing_receives_no_more() -> None:
     plan = BcdPlan.__new__(BcdPlan)  # the rule alone, without a tune
     plan.misses = {}
@@ -197,6 +205,23 @@ def test_a_layout_probe_ends_once_every_task_had_its_first_round(
     assert len(rounds) == len(run.tasks) and all(len(numbers) == 1 for numbers in rounds.values()), rounds
     assert run.trials_done < settings.trials_per_task * len(run.tasks)
     assert store.session(run.session_id)["stop_reason"] == PROBE_END
+
+
+@pytest.mark.slow
+def test_a_layout_probe_measures_its_heaviest_members_first(tmp_path: Path, uneven_convnet: Path, host) -> None:
+    """In a probe, the members' first rounds follow their work (FLOPs x weight), heaviest
+    first, not the model's order, where the lightest convolution comes first."""
+    settings = replace(SETTINGS, trials_per_task=2, trials_per_round=2, conv_layout="nchw", layout_probe=True)
+    run = run_session(uneven_convnet, tmp_path / "probe.db", host, settings)
+    store = RecordStore(tmp_path / "probe.db")
+    rows, first = rows_by_index(store, run.session_id), first_batches(store, run.session_id)
+    clusters = cluster_tasks(run.tasks, settings.cluster_mode)
+    members = [m for c in clusters for m in c.followers()]
+    measured = sorted(members, key=lambda m: first[rows[m]["id"]][0])
+    work = [run.tasks[m].weighted_flops for m in measured]
+    model_order = [run.tasks[m].weighted_flops for m in sorted(members)]
+    assert len(members) > 1 and model_order != sorted(model_order, reverse=True), "the model is heaviest first"
+    assert work == sorted(work, reverse=True), work
 
 
 @pytest.mark.slow

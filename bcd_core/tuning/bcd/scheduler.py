@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from tvm.ir.utils import derived_object
@@ -44,9 +45,17 @@ def task_gradient(history: list[float], weight: float, rounds_spent: float | Non
     return (GRADIENT_ALPHA * slope + (1 - GRADIENT_ALPHA) * best / spent) * weight
 
 
-def first_round_order(representatives: list[int], members: list[int], started: set[int]) -> list[int]:
-    """The tasks still waiting for their first round: representatives before members."""
-    return [index for index in [*representatives, *members] if index not in started]
+def first_round_order(
+    representatives: list[int], members: list[int], started: set[int], work: Mapping[int, float] | None = None
+) -> list[int]:
+    """The tasks still waiting for their first round: representatives before members, both in
+    the clusters' order (by cost, or as the user ordered them), or, given `work` (FLOPs x
+    weight), the members heaviest first: a layout probe's, so that a probe that cannot win finds
+    out within its first tasks (probe_cutoff.py). A member's first round needs its
+    representative's programs, nothing from other members."""
+    work = work or {}
+    heaviest_first = sorted(members, key=lambda index: -work.get(index, 0.0))
+    return [index for index in [*representatives, *heaviest_first] if index not in started]
 
 
 def next_task(plan: BcdPlan, scheduler: Any) -> int | None:
@@ -69,7 +78,8 @@ def next_task(plan: BcdPlan, scheduler: Any) -> int | None:
         return None
     representatives = [c.representative for c in plan.clusters]
     members = [m for c in plan.clusters for m in c.members if m != c.representative]
-    waiting = [i for i in first_round_order(representatives, members, plan.started) if i in alive]
+    work = {i: task.weighted_flops for i, task in enumerate(plan.run.tasks)} if plan.settings.layout_probe else None
+    waiting = [i for i in first_round_order(representatives, members, plan.started, work) if i in alive]
     if waiting:
         choice = waiting[0]
     elif plan.settings.layout_probe:  # its rounds after the first would be evolved: left to the tune
