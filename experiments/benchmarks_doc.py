@@ -707,14 +707,13 @@ def slower_than_onnxruntime(results: list[Result]) -> list[str]:
     ]
 
 
-# Measured by hand (experiments/stack_position.py, its output under the second CPU's gap/ folder).
+# Hand-written from experiments/stack_position.py's outputs under the second CPU's gap/ folder.
 STACK_POSITION_TEXT = [
-    "- Where the calling thread's stack lies counts too: TVM runs the first share of a kernel's parallel",
-    "  loop on the calling thread, and LLVM keeps the kernel's spilled vectors on that stack without",
-    "  realigning it. Linux places each process's stack at random, and a runner process times all of a",
-    "  tune's candidates at its one position, as stock's does. From twelve stack positions of one process",
-    "  the previous bench's SqueezeNet (seed 0) timed 3.22-3.78 ms (its largest kernel, stored at 0.93 ms,",
-    "  0.95-1.09), this bench's 3.17-3.29, onnxruntime 2.78-2.87 (`experiments/stack_position.py`).",
+    "- Where the calling thread's stack lies counts a little: TVM runs the first share of a kernel's",
+    "  parallel loop on the calling thread, whose stack holds the kernel's spilled vectors (LLVM does not",
+    "  realign it), and Linux places each process's stack at random. From twelve stack positions",
+    "  SqueezeNet's seed 0 timed 3.14-3.24 ms, the previous bench's (69682af) 3.17-3.36, onnxruntime",
+    "  2.77-2.82 (`experiments/stack_position.py`, two runs each: `gap/stack-*.txt`).",
 ]
 
 

@@ -15,17 +15,16 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import statistics
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from bcd_core.export import library_runner, onnxruntime_runner
 from bcd_core.model_import import load_onnx, random_inputs, static_inputs
+from bcd_core.timing import time_runs
 
 UCONTEXT_BYTES = 1024  # glibc's ucontext_t is 936 bytes on x86-64
 RSP_OFFSET = 160  # uc_mcontext.gregs[REG_RSP]: 40 bytes of header, then 15 registers of 8
-RUNS, WARMUP_RUNS = 40, 10
+RUNS = 40
 
 
 def stack_pointer() -> int:
@@ -56,14 +55,8 @@ def nested(filters: int, maps: int, call: Callable[[], float]) -> float:
 
 
 def median_ms(run: Callable[[], object]) -> float:
-    for _ in range(WARMUP_RUNS):
-        run()
-    times = []
-    for _ in range(RUNS):
-        start = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+    """bcd's timing of one callable (timing.py), as `bcd check` times a model."""
+    return time_runs(run, runs=RUNS, passes=1).median_ms
 
 
 def main() -> None:
