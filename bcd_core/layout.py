@@ -23,6 +23,7 @@ from tvm import relax, te, topi
 from tvm.relax.transform.legalize_ops.nn import _nn_conv2d
 from tvm.target import Target
 
+from bcd_core.channel_padding import pad_last_convolutions
 from bcd_core.tvm_speedups import shared_constant_builds
 
 
@@ -264,6 +265,7 @@ def convert_to_blocked(
 
     with target, shared_constant_builds():
         mod = relax.transform.FoldConstant()(mod)  # clip bounds the importer computes from constants
+    mod = pad_last_convolutions(mod, block)
     mod = relax.transform.ConvertLayout({}, layouts)(clip_as_min_max(mod))
     mod = relax.transform.EliminateCommonSubexpr()(relax.transform.Normalize()(mod))
     with target:

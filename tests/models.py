@@ -334,6 +334,36 @@ def ragged_cnn(path: Path, size: int = 10) -> Path:
     return _save(graph, path)
 
 
+def wide_head_cnn(path: Path, channels: int = 72, size: int = 6) -> Path:
+    """A CNN whose three convolutions have 72 output channels, which blocks of 8 divide and
+    blocks of 16 do not; the last (with a bias, as a classifier's) feeds no other convolution."""
+    rng = np.random.default_rng(11)
+    inits = [
+        _weight(rng, "w_stem", (channels, 3, 3, 3)),
+        _weight(rng, "w_mid", (channels, channels, 1, 1)),
+        _weight(rng, "w_head", (channels, channels, 1, 1)),
+        _weight(rng, "b_head", (channels,)),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w_stem"], ["stem"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["stem"], ["s"]),
+        helper.make_node("Conv", ["s", "w_mid"], ["mid"]),
+        helper.make_node("Relu", ["mid"], ["m"]),
+        helper.make_node("Conv", ["m", "w_head", "b_head"], ["head"]),
+        helper.make_node("Relu", ["head"], ["h"]),
+        helper.make_node("GlobalAveragePool", ["h"], ["pooled"]),
+        helper.make_node("Flatten", ["pooled"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "wide_head_cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, channels])],
+        inits,
+    )
+    return _save(graph, path)
+
+
 def fire_cnn(path: Path, width: int = 16, size: int = 10) -> Path:
     """SqueezeNet's fire module twice: two expand convolutions concatenated, the first
     concatenation read by a convolution, the second by a max pool."""

@@ -84,6 +84,19 @@ def test_a_blocked_cnn_with_swish_keeps_its_layout_and_computes_sigmoid_without_
     np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-4 * float(np.abs(reference).max()))
 
 
+def builds_and_matches_onnxruntime_here(imported, blocked: tvm.IRModule, target) -> None:
+    """`blocked` compiles for `target` and, where this machine can run that target's code, its
+    output matches onnxruntime's."""
+    executable = tvm.compile(blocked, target)
+    if vector_block(target) > vector_block(host_target()):
+        return  # an AVX-512 module builds on an AVX2 machine but cannot run there
+    inputs = random_inputs(imported.inputs)
+    ours = relax.VirtualMachine(executable, tvm.cpu())["main"](*[tvm.runtime.tensor(v) for v in inputs.values()])
+    session = onnxruntime.InferenceSession(imported.onnx_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    reference = session.run(None, inputs)[0]
+    np.testing.assert_allclose(ours.numpy(), reference, rtol=1e-4, atol=1e-4 * float(np.abs(reference).max()))
+
+
 def _without_digits(name: str) -> str:
     return name.rstrip("0123456789")
 
@@ -111,14 +124,23 @@ def test_channels_the_block_does_not_divide_take_a_narrower_block_or_stay_nchw(m
     assert set(convolutions) == {"conv2d_NCHWc", "depthwise_conv2d_NCHWc", "conv2d"}
     blocks = {int(call.ty.shape[-1]) for name, call in tir_calls(blocked) if "NCHWc" in name}
     assert blocks == {8}
-    executable = tvm.compile(blocked, target)
-    if vector_block(target) > vector_block(host_target()):
-        return  # an AVX-512 module builds on an AVX2 machine but cannot run there
-    inputs = random_inputs(imported.inputs)
-    ours = relax.VirtualMachine(executable, tvm.cpu())["main"](*[tvm.runtime.tensor(v) for v in inputs.values()])
-    session = onnxruntime.InferenceSession(imported.onnx_model.SerializeToString(), providers=["CPUExecutionProvider"])
-    reference = session.run(None, inputs)[0]
-    np.testing.assert_allclose(ours.numpy(), reference, rtol=1e-4, atol=1e-4 * float(np.abs(reference).max()))
+    builds_and_matches_onnxruntime_here(imported, blocked, target)
+
+
+@pytest.mark.parametrize("target", [AVX2, AVX512], ids=["avx2", "avx512"])
+def test_a_last_convolution_the_block_does_not_divide_is_padded_to_it(model_dir: Path, target) -> None:
+    """72 channels: blocks of 8 divide them (AVX2: nothing padded); with AVX-512's 16 lanes the
+    last convolution computes 80 in blocks of 16 and a slice keeps 72, while the ones another
+    convolution reads stay in blocks of 8. The model matches onnxruntime on this machine."""
+    imported = import_model(models.wide_head_cnn(model_dir / "wide_head_cnn.onnx"))
+    blocked = convert_to_blocked(imported.relax_mod, target)
+    shapes = [tuple(int(d) for d in call.ty.shape) for name, call in tir_calls(blocked) if "conv2d_NCHWc" in name]
+    if vector_block(target) == 16:
+        assert shapes == [(1, 9, 6, 6, 8), (1, 9, 6, 6, 8), (1, 5, 6, 6, 16)]
+        assert any("strided_slice" in name for name, _ in tir_calls(blocked))
+    else:
+        assert shapes == [(1, 9, 6, 6, 8)] * 3
+    builds_and_matches_onnxruntime_here(imported, blocked, target)
 
 
 def test_a_concatenation_is_computed_by_the_convolution_or_pool_that_reads_it(model_dir: Path) -> None:
