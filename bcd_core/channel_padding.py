@@ -4,13 +4,17 @@ A classifier's 1000 channels on AVX-512 (16 float32 lanes) are divisible by 8, n
 `layout.channel_block` gives that convolution blocks of 8 and it runs on half-width vectors,
 though it is often a model's largest kernel (SqueezeNet's). onnxruntime's MLAS pads such channels
 to its block instead. Here the weight, a constant, gets zero filters up to the next multiple of
-the block and a slice after the convolution drops them again: the convolution runs in the full
-block and the slice, with the element-wise operators after it, in NCHW, one small fused kernel.
-Only convolutions whose result no later convolution reads are padded: in the middle of a network
-the slice would take the following layers out of the blocked layout and back in.
+the block, and the operators after the convolution that act on each channel alone (a bias, an
+activation, a spatial pooling) run on the padded channels too, their per-channel constants
+padded alike; a slice after the last of them drops the extra channels, where the tensor is
+smallest (after a global pooling, one value a channel). Only convolutions whose result no later
+convolution reads are padded: in the middle of a network the slice would take the following
+layers out of the blocked layout and back in.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import tvm
@@ -22,9 +26,9 @@ def pad_last_convolutions(mod: tvm.IRModule, block: int) -> tvm.IRModule:
     for gvar, func in mod.functions_items():
         if not isinstance(func, relax.Function):
             continue
-        padded = [call for block_ in _dataflow_blocks(func) for call in _convolutions_to_pad(block_, block)]
-        if padded:
-            mutator = PadOutputChannels(mod, padded, block)
+        heads = [head for dataflow in _dataflow_blocks(func) for head in _heads_to_pad(dataflow, block)]
+        if heads:
+            mutator = PadOutputChannels(mod, heads, block)
             mutator.builder_.update_func(gvar, mutator.visit_expr(func))
             mod = mutator.builder_.get()
     return mod
@@ -47,19 +51,68 @@ def _dataflow_blocks(func: relax.Function) -> list[relax.DataflowBlock]:
     return [b for b in blocks if isinstance(b, relax.DataflowBlock)]
 
 
-def _convolutions_to_pad(dataflow: relax.DataflowBlock, block: int) -> list[relax.Call]:
+UNARY = {"relax.nn.relu", "relax.sigmoid", "relax.tanh", "relax.clip", "relax.nn.silu", "relax.nn.gelu", "relax.exp"}
+BINARY_FILL = {"relax.add": 0.0, "relax.subtract": 0.0, "relax.multiply": 0.0, "relax.divide": 1.0}
+BINARY_FILL |= {"relax.maximum": 0.0, "relax.minimum": 0.0}
+SPATIAL = {"relax.mean", "relax.max", "relax.sum"}  # reductions, over height and width only
+POOLS = {"relax.nn.max_pool2d", "relax.nn.avg_pool2d", "relax.nn.adaptive_avg_pool2d"}
+
+
+@dataclass(frozen=True)
+class Head:
+    """A convolution to pad (members[0]) and the per-channel operators after it, in order."""
+
+    members: list[relax.Var]
+    channels: int
+
+
+def _heads_to_pad(dataflow: relax.DataflowBlock, block: int) -> list[Head]:
     """The block's plain convolutions of constant weights whose channels `padded_channels` pads
-    and whose result reaches no other convolution inside the block."""
+    and whose result reaches no other convolution inside the block, with their chains."""
     uses = relax.analysis.udchain(dataflow)
     values = {binding.var: binding.value for binding in dataflow.bindings}
-    return [
-        value
-        for var, value in values.items()
-        if _paddable(value, block) and not _reaches_convolution(var, uses, values)
-    ]
+    heads = []
+    for var, value in values.items():
+        if _paddable(value, block) and not _reaches_convolution(var, uses, values):
+            channels = int(value.args[1].value.shape[0])
+            heads.append(Head([var, *_channel_chain(var, uses, values, channels)], channels))
+    return heads
 
 
-def _is_conv2d(value: relax.Expr) -> bool:
+def _channel_chain(var: relax.Var, uses: dict, values: dict, channels: int) -> list[relax.Var]:
+    """The operators after `var`, each its predecessor's only user, that act on each channel alone."""
+    chain = []
+    while len(uses.get(var, [])) == 1:
+        user = uses[var][0]
+        if not _acts_per_channel(values.get(user), var, channels):
+            break
+        chain.append(user)
+        var = user
+    return chain
+
+
+def _acts_per_channel(value: relax.Expr | None, data: relax.Var, channels: int) -> bool:
+    if not isinstance(value, relax.Call) or not value.args or not value.args[0].same_as(data):
+        return False
+    name = getattr(value.op, "name", "")
+    if name in UNARY:
+        return True
+    if name in BINARY_FILL:
+        return len(value.args) == 2 and _per_channel_constant(value.args[1], channels)
+    if name in SPATIAL:
+        return value.attrs.axis is not None and {int(a) % 4 for a in value.attrs.axis} <= {2, 3}
+    return name in POOLS and value.attrs.layout == "NCHW" and value.attrs.out_layout == "NCHW"
+
+
+def _per_channel_constant(expr: relax.Expr, channels: int) -> bool:
+    """A constant that broadcasts over an NCHW tensor as one value, or one value a channel."""
+    if not isinstance(expr, tvm.ir.expr.Constant):
+        return False
+    shape = tuple(int(d) for d in expr.value.shape)
+    return all(d == 1 for d in shape) or shape in ((1, channels, 1, 1), (channels, 1, 1))
+
+
+def _is_conv2d(value: relax.Expr | None) -> bool:
     return isinstance(value, relax.Call) and getattr(value.op, "name", "") == "relax.nn.conv2d"
 
 
@@ -87,27 +140,55 @@ def _reaches_convolution(start: relax.Var, uses: dict, values: dict) -> bool:
     return False
 
 
+def _padded_constant(constant: relax.Expr, channels: int, wide: int, fill: float) -> relax.Expr:
+    """A per-channel constant with `wide - channels` more channels of `fill` (a scalar as is)."""
+    array = constant.value.numpy()
+    if array.ndim < 3 or array.shape[-3] == 1:
+        return constant
+    widths = [(0, 0)] * array.ndim
+    widths[-3] = (0, wide - channels)
+    return relax.const(np.pad(array, widths, constant_values=fill), str(array.dtype))
+
+
 @relax.expr_functor.mutator
 class PadOutputChannels(relax.PyExprMutator):
-    """Rewrites the given conv2d calls as a conv2d of zero-padded weights and a channel slice."""
+    """Rewrites each head's convolution with zero-padded weights and its chain on the padded
+    channels, and binds the chain's last variable to a slice of the original channels."""
 
-    def __init__(self, mod: tvm.IRModule, calls: list[relax.Call], block: int) -> None:
+    def __init__(self, mod: tvm.IRModule, heads: list[Head], block: int) -> None:
         super().__init__(mod)
-        self.calls = calls
+        self.heads = heads
         self.block = block
+        self.widened: dict[tuple[int, int], relax.Var] = {}  # (head, member) -> its padded variable
 
-    def visit_call_(self, call: relax.Call) -> relax.Expr:
-        chosen = any(call.same_as(c) for c in self.calls)
-        call = self.visit_expr_post_order(call)
-        if not chosen:
-            return call
-        data, weight = call.args
-        kernel = weight.value.numpy()
-        channels = kernel.shape[0]
-        extra = np.zeros((padded_channels(channels, self.block) - channels, *kernel.shape[1:]), kernel.dtype)
+    def visit_var_binding_(self, binding: relax.VarBinding) -> None:
+        found = [
+            (h, i)
+            for h, head in enumerate(self.heads)
+            for i, var in enumerate(head.members)
+            if var.same_as(binding.var)
+        ]
+        if not found:
+            super().visit_var_binding_(binding)
+            return
+        number, index = found[0]
+        head = self.heads[number]
+        wide = padded_channels(head.channels, self.block)
+        if index == 0:
+            value = self._wide_convolution(binding.value, head.channels, wide)
+        else:
+            value = self._wide_operator(binding.value, self.widened[number, index - 1], head.channels, wide)
+        self.widened[number, index] = self.builder_.emit(value)
+        if index == len(head.members) - 1:
+            sliced = relax.op.strided_slice(self.widened[number, index], axes=[1], begin=[0], end=[head.channels])
+            self.builder_.emit_normalized(relax.VarBinding(binding.var, self.builder_.normalize(sliced)))
+
+    def _wide_convolution(self, call: relax.Call, channels: int, wide: int) -> relax.Expr:
+        kernel = call.args[1].value.numpy()
+        extra = np.zeros((wide - channels, *kernel.shape[1:]), kernel.dtype)
         attrs = call.attrs
-        wide = relax.op.nn.conv2d(
-            data,
+        return relax.op.nn.conv2d(
+            self.visit_expr(call.args[0]),
             relax.const(np.concatenate([kernel, extra]), str(kernel.dtype)),
             attrs.strides,
             attrs.padding,
@@ -115,4 +196,11 @@ class PadOutputChannels(relax.PyExprMutator):
             attrs.groups,
             out_dtype=attrs.out_dtype,
         )
-        return relax.op.strided_slice(self.builder_.emit(wide), axes=[1], begin=[0], end=[channels])
+
+    def _wide_operator(self, call: relax.Call, data: relax.Var, channels: int, wide: int) -> relax.Expr:
+        fill = BINARY_FILL.get(call.op.name, 0.0)
+        rest = [
+            _padded_constant(a, channels, wide, fill) if isinstance(a, tvm.ir.expr.Constant) else a
+            for a in call.args[1:]
+        ]
+        return relax.Call(call.op, [data, *rest], call.attrs, call.ty_args)
