@@ -34,7 +34,7 @@ def pad_last_convolutions(mod: tvm.IRModule, block: int) -> tvm.IRModule:
     return mod
 
 
-FEWEST_BLOCKS = 4  # padding below four blocks' channels would add over a fifth of the work
+FEWEST_BLOCKS = 4  # from four blocks on, the padding adds under a quarter of the work (65 -> 80)
 
 
 def padded_channels(channels: int, block: int) -> int | None:
