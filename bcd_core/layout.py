@@ -223,7 +223,8 @@ MIN_BLOCK = 4  # narrower channel blocks vectorize worse than NCHW's own design 
 
 def channel_block(channels: int, block: int) -> int | None:
     """The widest block, at most `block` and halving down to MIN_BLOCK, that divides `channels`:
-    a layer of 1000 classes or 72 channels on AVX-512 (16 lanes) runs in blocks of 8."""
+    a layer of 72 channels on AVX-512 (16 lanes) runs in blocks of 8, unless it is a network's
+    last convolution, which channel_padding.py pads to the whole block first."""
     while block >= MIN_BLOCK:
         if channels % block == 0:
             return block
