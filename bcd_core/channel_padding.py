@@ -82,7 +82,7 @@ def _heads_to_pad(dataflow: relax.DataflowBlock, block: int) -> list[Head]:
 def _channel_chain(var: relax.Var, uses: dict, values: dict, channels: int) -> list[relax.Var]:
     """The operators after `var`, each its predecessor's only user, that act on each channel alone."""
     chain = []
-    while len(uses.get(var, [])) == 1:
+    while isinstance(var, relax.DataflowVar) and len(uses.get(var, [])) == 1:  # a block's output ends it
         user = uses[var][0]
         if not _acts_per_channel(values.get(user), var, channels):
             break
@@ -99,8 +99,9 @@ def _acts_per_channel(value: relax.Expr | None, data: relax.Var, channels: int) 
         return True
     if name in BINARY_FILL:
         return len(value.args) == 2 and _per_channel_constant(value.args[1], channels)
-    if name in SPATIAL:
-        return value.attrs.axis is not None and {int(a) % 4 for a in value.attrs.axis} <= {2, 3}
+    if name in SPATIAL:  # keeping the dimensions keeps the channels where the constants expect them
+        axes = value.attrs.axis
+        return axes is not None and value.attrs.keepdims and {int(a) % 4 for a in axes} <= {2, 3}
     return name in POOLS and value.attrs.layout == "NCHW" and value.attrs.out_layout == "NCHW"
 
 

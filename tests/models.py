@@ -334,9 +334,10 @@ def ragged_cnn(path: Path, size: int = 10) -> Path:
     return _save(graph, path)
 
 
-def wide_head_cnn(path: Path, channels: int = 72, size: int = 6) -> Path:
+def wide_head_cnn(path: Path, channels: int = 72, size: int = 6, features_out: bool = False) -> Path:
     """A CNN whose three convolutions have 72 output channels, which blocks of 8 divide and
-    blocks of 16 do not; the last (with a bias, as a classifier's) feeds no other convolution."""
+    blocks of 16 do not; the last (with a bias, as a classifier's) feeds no other convolution.
+    `features_out`: its activation is a second output of the graph, beside the pooled one."""
     rng = np.random.default_rng(11)
     inits = [
         _weight(rng, "w_stem", (channels, 3, 3, 3)),
@@ -358,7 +359,8 @@ def wide_head_cnn(path: Path, channels: int = 72, size: int = 6) -> Path:
         nodes,
         "wide_head_cnn",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, channels])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, channels])]
+        + ([helper.make_tensor_value_info("h", TensorProto.FLOAT, [1, channels, size, size])] if features_out else []),
         inits,
     )
     return _save(graph, path)

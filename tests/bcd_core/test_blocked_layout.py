@@ -145,6 +145,24 @@ def test_a_last_convolution_the_block_does_not_divide_is_padded_to_it(model_dir:
     builds_and_matches_onnxruntime_here(imported, blocked, target)
 
 
+def test_a_padded_convolution_whose_activation_is_also_an_output_gives_both_unpadded(model_dir: Path) -> None:
+    """The slice comes where the activation leaves for the graph's output, so both outputs keep
+    their 72 channels and match onnxruntime (where this machine runs AVX-512 code)."""
+    path = models.wide_head_cnn(model_dir / "features_out.onnx", features_out=True)
+    imported = import_model(path)
+    blocked = convert_to_blocked(imported.relax_mod, AVX512)
+    slices = [call for name, call in tir_calls(blocked) if name.startswith("strided_slice")]
+    assert [tuple(int(d) for d in c.args[1].fields[0].ty.shape) for c in slices] == [(1, 80, 6, 6)]
+    executable = tvm.compile(blocked, AVX512)
+    if vector_block(host_target()) < 16:
+        return  # an AVX-512 module builds on an AVX2 machine but cannot run there
+    inputs = random_inputs(imported.inputs)
+    ours = relax.VirtualMachine(executable, tvm.cpu())["main"](*[tvm.runtime.tensor(v) for v in inputs.values()])
+    session = onnxruntime.InferenceSession(imported.onnx_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for mine, reference in zip(ours, session.run(None, inputs), strict=True):
+        np.testing.assert_allclose(mine.numpy(), reference, rtol=1e-4, atol=1e-4 * float(np.abs(reference).max()))
+
+
 def test_a_concatenation_is_computed_by_the_convolution_or_pool_that_reads_it(model_dir: Path) -> None:
     """No kernel copies the parts into a new tensor: the consumer reads each where it lies."""
     imported = import_model(models.fire_cnn(model_dir / "fire_cnn.onnx"))
