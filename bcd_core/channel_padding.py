@@ -141,14 +141,19 @@ def _reaches_convolution(start: relax.Var, uses: dict, values: dict) -> bool:
     return False
 
 
-def _padded_constant(constant: relax.Expr, channels: int, wide: int, fill: float) -> relax.Expr:
-    """A per-channel constant with `wide - channels` more channels of `fill` (a scalar as is)."""
+def _widened(array: np.ndarray, axis: int, wide: int, fill: float) -> relax.Expr:
+    """`array` as a constant, its `axis` extended to `wide` entries of `fill`."""
+    widths = [(0, 0)] * array.ndim
+    widths[axis] = (0, wide - array.shape[axis])
+    return relax.const(np.pad(array, widths, constant_values=fill), str(array.dtype))
+
+
+def _padded_constant(constant: relax.Expr, wide: int, fill: float) -> relax.Expr:
+    """A per-channel constant with channels of `fill` up to `wide` (a scalar as is)."""
     array = constant.value.numpy()
     if array.ndim < 3 or array.shape[-3] == 1:
         return constant
-    widths = [(0, 0)] * array.ndim
-    widths[-3] = (0, wide - channels)
-    return relax.const(np.pad(array, widths, constant_values=fill), str(array.dtype))
+    return _widened(array, array.ndim - 3, wide, fill)
 
 
 @relax.expr_functor.mutator
@@ -176,21 +181,19 @@ class PadOutputChannels(relax.PyExprMutator):
         head = self.heads[number]
         wide = padded_channels(head.channels, self.block)
         if index == 0:
-            value = self._wide_convolution(binding.value, head.channels, wide)
+            value = self._wide_convolution(binding.value, wide)
         else:
-            value = self._wide_operator(binding.value, self.widened[number, index - 1], head.channels, wide)
+            value = self._wide_operator(binding.value, self.widened[number, index - 1], wide)
         self.widened[number, index] = self.builder_.emit(value)
         if index == len(head.members) - 1:
             sliced = relax.op.strided_slice(self.widened[number, index], axes=[1], begin=[0], end=[head.channels])
             self.builder_.emit_normalized(relax.VarBinding(binding.var, self.builder_.normalize(sliced)))
 
-    def _wide_convolution(self, call: relax.Call, channels: int, wide: int) -> relax.Expr:
-        kernel = call.args[1].value.numpy()
-        extra = np.zeros((wide - channels, *kernel.shape[1:]), kernel.dtype)
+    def _wide_convolution(self, call: relax.Call, wide: int) -> relax.Expr:
         attrs = call.attrs
         return relax.op.nn.conv2d(
             self.visit_expr(call.args[0]),
-            relax.const(np.concatenate([kernel, extra]), str(kernel.dtype)),
+            _widened(call.args[1].value.numpy(), 0, wide, 0.0),  # zero filters
             attrs.strides,
             attrs.padding,
             attrs.dilation,
@@ -198,10 +201,7 @@ class PadOutputChannels(relax.PyExprMutator):
             out_dtype=attrs.out_dtype,
         )
 
-    def _wide_operator(self, call: relax.Call, data: relax.Var, channels: int, wide: int) -> relax.Expr:
+    def _wide_operator(self, call: relax.Call, data: relax.Var, wide: int) -> relax.Expr:
         fill = BINARY_FILL.get(call.op.name, 0.0)
-        rest = [
-            _padded_constant(a, channels, wide, fill) if isinstance(a, tvm.ir.expr.Constant) else a
-            for a in call.args[1:]
-        ]
+        rest = [_padded_constant(a, wide, fill) if isinstance(a, tvm.ir.expr.Constant) else a for a in call.args[1:]]
         return relax.Call(call.op, [data, *rest], call.attrs, call.ty_args)
