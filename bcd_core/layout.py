@@ -19,11 +19,13 @@ from collections.abc import Callable
 from enum import StrEnum
 
 import tvm
+import tvm_ffi
 from tvm import relax, te, topi
 from tvm.relax.transform.legalize_ops.nn import _nn_conv2d
 from tvm.target import Target
 
 from bcd_core.channel_padding import pad_last_convolutions
+from bcd_core.layout_fallback import convert_keeping_plain_where_needed, convolution_weights, is_kept_plain
 from bcd_core.tvm_speedups import shared_constant_builds
 
 
@@ -232,6 +234,13 @@ def channel_block(channels: int, block: int) -> int | None:
     return None
 
 
+# Operators whose layout inference cannot take a blocked input (a transposed convolution's
+# fails on NCHW16c: "Layouts must have the same size"): ConvertLayout is asked for their own
+# layouts, so their input leaves the blocked layout before them, rather than the whole model
+# staying in NCHW because one upsampling layer could not convert.
+KEEP_OWN_LAYOUT = ("relax.nn.conv2d_transpose",)
+
+
 def conv2d_layouts(call: relax.Call, block: int) -> list[str]:
     """Data, weight and output layouts of one convolution. Every convolution is named one,
     NCHW where no block fits: without a desired layout ConvertLayout would pass a blocked input
@@ -256,18 +265,40 @@ def convert_to_blocked(
     """`mod` (as imported) with its convolutions in NCHW[x]c for `target`, legalized: both
     task extraction and `compile_relax` then see the same module. `before_legalizing` rewrites
     the converted module first (the fast-math approximations: ConvertLayout knows Relax's
-    operators, not their TE rewrites, and would leave the blocked layout around each)."""
+    operators, not their TE rewrites, and would leave the blocked layout around each). Where
+    TVM cannot carry a blocked tensor through an operator, the convolutions that reach it stay
+    NCHW (layout_fallback.py)."""
     block = vector_block(target)
-
-    def layouts(call: relax.Call) -> dict[str, list[str]]:
-        if getattr(call.op, "name", "") != "relax.nn.conv2d":
-            return {}
-        return {"relax.nn.conv2d": conv2d_layouts(call, block)}
-
     with target, shared_constant_builds():
         mod = relax.transform.FoldConstant()(mod)  # clip bounds the importer computes from constants
-    mod = pad_last_convolutions(mod, block)
-    mod = relax.transform.ConvertLayout({}, layouts)(clip_as_min_max(mod))
+    mod = clip_as_min_max(pad_last_convolutions(mod, block))
+
+    def convert(plain: list[relax.Expr]) -> tvm.IRModule:
+        return _converted(mod, target, block, plain, before_legalizing)
+
+    key = (tvm_ffi.structural_hash(mod), str(target), getattr(before_legalizing, "__qualname__", None))
+    converted, _ = convert_keeping_plain_where_needed(convolution_weights(mod), convert, key)
+    return converted
+
+
+def _converted(
+    mod: tvm.IRModule,
+    target: Target,
+    block: int,
+    plain: list[relax.Expr],
+    before_legalizing: Callable[[tvm.IRModule], tvm.IRModule] | None,
+) -> tvm.IRModule:
+    """`mod` converted and legalized with the convolutions whose weights are in `plain` NCHW."""
+
+    def layouts(call: relax.Call) -> dict[str, list[str]]:
+        name = getattr(call.op, "name", "")
+        if name == "relax.nn.conv2d":
+            return {name: ["NCHW", "OIHW", "NCHW"] if is_kept_plain(call, plain) else conv2d_layouts(call, block)}
+        if name in KEEP_OWN_LAYOUT:
+            return {name: [str(call.attrs.data_layout), str(call.attrs.kernel_layout), str(call.attrs.out_layout)]}
+        return {}
+
+    mod = relax.transform.ConvertLayout({}, layouts)(mod)
     mod = relax.transform.EliminateCommonSubexpr()(relax.transform.Normalize()(mod))
     with target:
         mod = concat_into_consumers(mod)

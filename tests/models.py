@@ -395,3 +395,51 @@ def fire_cnn(path: Path, width: int = 16, size: int = 10) -> Path:
         inits,
     )
     return _save(graph, path)
+
+
+def upsampling_cnn(path: Path, width: int = 16, size: int = 8) -> Path:
+    """A U-Net's decoder step: a convolution, a transposed convolution that doubles the size,
+    and a convolution after it."""
+    rng = np.random.default_rng(13)
+    inits = [
+        _weight(rng, "w_enc", (width, 3, 3, 3)),
+        _weight(rng, "w_up", (width, width, 2, 2)),  # ConvTranspose weights: in, out, kh, kw
+        _weight(rng, "w_dec", (width, width, 3, 3)),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w_enc"], ["enc"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["enc"], ["e"]),
+        helper.make_node("ConvTranspose", ["e", "w_up"], ["up"], strides=[2, 2]),
+        helper.make_node("Conv", ["up", "w_dec"], ["y"], pads=[1, 1, 1, 1]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "upsampling_cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, width, 2 * size, 2 * size])],
+        inits,
+    )
+    return _save(graph, path)
+
+
+def channel_mean_cnn(path: Path, width: int = 16, size: int = 8) -> Path:
+    """A spatial attention between two convolutions: the first's activation scaled by the
+    sigmoid of its mean over the channels (a reduction TVM cannot take in a blocked layout)."""
+    rng = np.random.default_rng(17)
+    inits = [_weight(rng, "w_first", (width, 3, 3, 3)), _weight(rng, "w_second", (width, width, 3, 3))]
+    nodes = [
+        helper.make_node("Conv", ["x", "w_first"], ["first"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["first"], ["f"]),
+        helper.make_node("ReduceMean", ["f"], ["mean"], axes=[1], keepdims=1),
+        helper.make_node("Sigmoid", ["mean"], ["attention"]),
+        helper.make_node("Mul", ["f", "attention"], ["attended"]),
+        helper.make_node("Conv", ["attended", "w_second"], ["y"], pads=[1, 1, 1, 1]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "channel_mean_cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, width, size, size])],
+        inits,
+    )
+    return _save(graph, path)
