@@ -1,6 +1,7 @@
 """Where a tune's time goes, stock MetaSchedule against BCD, per trial.
 
     python experiments/round_profile.py MODEL OUT [--trials-per-task 8] [--layout nchw] [--seed 0]
+        [--strategies metaschedule,bcd]
 
 Runs one tune per strategy under cProfile, each in a fresh store under OUT (stock first), and
 prints, per strategy, seconds and seconds per trial in what every round does: the search's
@@ -75,10 +76,11 @@ def main() -> None:
     parser.add_argument("--trials-per-round", type=int, default=8)
     parser.add_argument("--layout", default="nchw", choices=("nchw", "blocked"))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--strategies", default="metaschedule,bcd", help="which tunes to profile, in order")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    results = {strategy: profile_tune(args.model, out, strategy, args) for strategy in ("metaschedule", "bcd")}
+    results = {strategy: profile_tune(args.model, out, strategy, args) for strategy in args.strategies.split(",")}
     print(f"{'':36} " + "  ".join(f"{s:>24}" for s in results))
     for what in dict.fromkeys(what for what, _, _ in PHASES):
         cells = [
