@@ -70,6 +70,14 @@ def goal_met(goal: LatencyGoal, timed: dict | None) -> str | None:
     return f"{goal.name} reached: the compiled model ran in {format_latency(timed['measured_latency_s'])}"
 
 
+def recent_batch_s(timeline: list[dict]) -> float:
+    """The longer of the last two gaps between recorded batches. A resumed session starts with
+    it, so that its first check keeps the time its previous run kept: that run stopped when the
+    gap before its last batch no longer fitted, and its batch in flight was recorded after."""
+    times = [float(row["elapsed_s"]) for row in timeline[-3:]]
+    return max((later - earlier for earlier, later in zip(times, times[1:])), default=0.0)
+
+
 class StoppingRules:
     """The user's stopping rules for one run: `before_start` says whether one already holds,
     `after_batch` (a batch hook after the milestones') stops the tune once one does."""
@@ -81,9 +89,9 @@ class StoppingRules:
         self.probe_s = float(run.store.session(run.session_id).get("probe_s") or 0.0)  # not on the budget
         self.goal: LatencyGoal | None = None
         self.checked_estimate: float | None = None  # the estimate when the model was last timed for the goal
-        self.batch_s = 0.0  # between the last two batches recorded: what the batch in flight may take
-        self.last_batch_at: float | None = None
         rows = run.store.timeline(run.session_id)
+        self.batch_s = recent_batch_s(rows)  # what the batch in flight may take
+        self.last_batch_at: float | None = None
         self.history = [(r["elapsed_s"], r["estimated_latency_s"]) for r in rows if r["estimated_latency_s"]]
 
     @property

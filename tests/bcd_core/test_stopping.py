@@ -17,7 +17,7 @@ from bcd_core.session_view import eta_by_clock, session_status_text
 from bcd_core.target import host_target
 from bcd_core.tuning.milestones import GOAL_CHECK
 from bcd_core.tuning.settings import TuneSettings
-from bcd_core.tuning.stopping import plateau_reason
+from bcd_core.tuning.stopping import plateau_reason, recent_batch_s
 from bcd_core.tuning.tune import run_session
 
 MANY = dict(trials_per_task=200, trials_per_round=4)  # more trials than any of these tunes spends
@@ -51,6 +51,13 @@ def test_a_session_says_why_it_ended_unless_its_trials_ran_out() -> None:
     assert session_status_text({"status": "stopped", "stop_reason": "plateau: x"}) == "stopped: plateau: x"
     assert session_status_text({"status": "completed", "stop_reason": "its trials are spent"}) == "completed"
     assert session_status_text({"status": "running", "stop_reason": "old"}) == "running"
+
+
+def test_a_resumed_session_keeps_the_longer_of_its_last_two_batch_gaps_for_the_batch_in_flight() -> None:
+    rows = [{"elapsed_s": t} for t in (0.5, 2.0, 5.0, 6.0)]
+    assert recent_batch_s(rows) == 3.0  # the gap before the stopping batch, not the in-flight one's 1 s
+    assert recent_batch_s(rows[:3]) == 3.0
+    assert recent_batch_s(rows[:1]) == 0.0 and recent_batch_s([]) == 0.0
 
 
 def test_stop_rules_are_checked_before_a_tune_starts() -> None:
