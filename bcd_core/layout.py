@@ -16,6 +16,7 @@ blocked convolutions, so `blocked_conv2d` lowers them to TOPI's `conv2d_NCHWc` a
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 
 import tvm
@@ -259,9 +260,26 @@ def conv2d_layouts(call: relax.Call, block: int) -> list[str]:
     return [f"NCHW{in_block}c", f"OIHW{in_block}i{out_block}o", f"NCHW{out_block}c"]
 
 
+@dataclass(frozen=True)
+class BlockedModule:
+    """A module converted to the blocked layout, and how many of its convolutions stay NCHW
+    because TVM cannot carry their blocked output (layout_fallback.py): a user is told."""
+
+    mod: tvm.IRModule
+    kept_nchw: int
+
+
 def convert_to_blocked(
     mod: tvm.IRModule, target: Target, before_legalizing: Callable[[tvm.IRModule], tvm.IRModule] | None = None
 ) -> tvm.IRModule:
+    """`mod` (as imported) with its convolutions in NCHW[x]c for `target`, legalized
+    (`blocked_conversion`'s module)."""
+    return blocked_conversion(mod, target, before_legalizing).mod
+
+
+def blocked_conversion(
+    mod: tvm.IRModule, target: Target, before_legalizing: Callable[[tvm.IRModule], tvm.IRModule] | None = None
+) -> BlockedModule:
     """`mod` (as imported) with its convolutions in NCHW[x]c for `target`, legalized: both
     task extraction and `compile_relax` then see the same module. `before_legalizing` rewrites
     the converted module first (the fast-math approximations: ConvertLayout knows Relax's
@@ -277,8 +295,8 @@ def convert_to_blocked(
         return _converted(mod, target, block, plain, before_legalizing)
 
     key = (tvm_ffi.structural_hash(mod), str(target), getattr(before_legalizing, "__qualname__", None))
-    converted, _ = convert_keeping_plain_where_needed(convolution_weights(mod), convert, key)
-    return converted
+    converted, plain = convert_keeping_plain_where_needed(convolution_weights(mod), convert, key)
+    return BlockedModule(converted, len(plain))
 
 
 def _converted(

@@ -16,7 +16,7 @@ from tvm.target import Target
 
 from bcd_core.errors import DynamicShapeError, ModelLoadError, TensorSizeError, UnsupportedOperatorError
 from bcd_core.fast_math import apply_fast_math
-from bcd_core.layout import LayoutMode, convert_to_blocked
+from bcd_core.layout import LayoutMode, blocked_conversion
 from bcd_core.shape_dependence import check_fixed_shapes
 from bcd_core.target import is_gpu
 from bcd_core.tvm_failures import tvm_step
@@ -68,6 +68,7 @@ class ImportedModel:
     onnx_model: onnx.ModelProto
     inputs: list[InputSpec]
     relax_mod: tvm.IRModule  # raw from_onnx module: compile_relax must get this one
+    kept_nchw: int = 0  # blocked layout: convolutions TVM could not carry blocked (layout_fallback.py)
 
 
 def file_sha256(path: Path) -> str:
@@ -281,12 +282,14 @@ def import_model(
 
     mod = tvm_step(f"importing {path.name}", convert)
     fast = apply_fast_math if math == MathMode.FAST else None
+    kept_nchw = 0
     if layout == LayoutMode.BLOCKED:  # approximated once converted (layout.py)
         converting = "converting convolutions to the blocked layout"
-        mod = tvm_step(converting, lambda: convert_to_blocked(mod, target, fast), mod)
+        blocked = tvm_step(converting, lambda: blocked_conversion(mod, target, fast), mod)
+        mod, kept_nchw = blocked.mod, blocked.kept_nchw
     elif fast is not None:
         mod = tvm_step("approximating erf, exp, tanh and sigmoid", lambda: fast(mod), mod)
-    return ImportedModel(path=path, sha256=file_sha256(path), onnx_model=model, inputs=inputs, relax_mod=mod)
+    return ImportedModel(path, file_sha256(path), model, inputs, mod, kept_nchw)
 
 
 def fusion_passes(target: Target) -> list[tvm.transform.Pass]:

@@ -289,7 +289,11 @@ def choose_layout(
     shapes = {k: tuple(v) for k, v in settings.input_shapes.items()}
 
     def prepare(layout: str) -> PreparedModel:
-        return prepare_model(model_path, target, shapes, settings.cluster_mode, settings.math, layout)
+        prepared = prepare_model(model_path, target, shapes, settings.cluster_mode, settings.math, layout)
+        kept = prepared.imported.kept_nchw
+        if kept and not settings.layout_probe:  # said once, by the tune
+            probe.say(kept_nchw_line(kept))
+        return prepared
 
     choice = layout_without_probe(db_path, model_path, target, settings, resume_session_id)
     if choice is not None:
@@ -305,6 +309,15 @@ def choose_layout(
         store.record_layout_choice(row, settings.input_shapes)
     probe.say(f"layout: {choice.describe()}")
     return choice, prepare(choice.layout)
+
+
+def kept_nchw_line(kept: int) -> str:
+    """What the user reads when the blocked layout keeps `kept` convolutions NCHW."""
+    which, its = ("1 convolution", "its") if kept == 1 else (f"{kept} convolutions", "their")
+    return (
+        f"layout: {which} kept NCHW: TVM cannot carry {its} blocked output through an operator after it "
+        "(a mean or split over the channels, a one-channel broadcast); the other convolutions are blocked"
+    )
 
 
 def layout_without_probe(

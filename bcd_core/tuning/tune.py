@@ -128,7 +128,8 @@ def note_layout(run: TuningRun, choice: LayoutChoice, said: list[str], probes: P
     the session's clock, as every race counts it, but not on its time budget; the winner's
     session is the run's (`continue_probe`)."""
     run.continues_probe = choice.layout in probes.sessions
-    for text in said or [f"layout: {choice.describe()}"]:
+    chosen = f"layout: {choice.describe()}"
+    for text in said if chosen in said else [chosen, *said]:
         run.store.add_event(run.session_id, run.elapsed(), EventKind.INFO, text, None)
     if probes.sessions:
         run.store.add_probe_time(run.session_id, probes.losers_s(choice.layout))

@@ -10,7 +10,7 @@ import pytest
 import tvm
 from tvm import relax
 
-from bcd_core.layout import convert_to_blocked, vector_block
+from bcd_core.layout import blocked_conversion, convert_to_blocked, vector_block
 from bcd_core.model_import import import_model, random_inputs
 from bcd_core.target import host_target
 
@@ -168,7 +168,9 @@ def test_a_convolution_whose_blocked_output_tvm_cannot_carry_stays_nchw_and_the_
     the blocked layout; that convolution stays NCHW, the second is blocked, and the model
     matches onnxruntime on this machine."""
     imported = import_model(models.channel_mean_cnn(model_dir / "channel_mean_cnn.onnx"))
-    blocked = convert_to_blocked(imported.relax_mod, target)
+    conversion = blocked_conversion(imported.relax_mod, target)
+    blocked = conversion.mod
+    assert conversion.kept_nchw == 1
     assert [_without_digits(name) for name, _ in tir_calls(blocked) if "conv2d" in name] == ["conv2d", "conv2d_NCHWc"]
     builds_and_matches_onnxruntime_here(imported, blocked, target)
 

@@ -9,6 +9,7 @@ import pytest
 
 from bcd_core import compiled_cache
 from bcd_core.export import export_tuned_session
+from bcd_core.records.retimings import TABLE as RETIMINGS
 from bcd_core.records.store import RecordStore
 from bcd_core.target import host_target
 from bcd_core.tuning.run import TuningRun
@@ -34,8 +35,8 @@ def make_another_program_lead(store: RecordStore, run: TuningRun) -> None:
         if others:
             trial_id = others[-1]["id"]
             store.db.execute("update trials set latency_s = ? where id = ?", [1e-9, trial_id])
-            if "retimings" in store.db.table_names():
-                store.db.execute("delete from retimings where trial_id = ?", [trial_id])
+            if RETIMINGS in store.db.table_names():
+                store.db.execute(f"delete from {RETIMINGS} where trial_id = ?", [trial_id])
             store.db.conn.commit()
             return
     raise AssertionError("no task found two different programs")

@@ -15,7 +15,7 @@ from bcd_core.session_view import continues_its_probe, default_session, strategy
 from bcd_core.target import host_target, target_key
 from bcd_core.tuning import layout_choice
 from bcd_core.tuning.events import SessionStarted
-from bcd_core.tuning.layout_choice import WIN_MARGIN, ProbeRun, choose_layout
+from bcd_core.tuning.layout_choice import WIN_MARGIN, ProbeRun, choose_layout, kept_nchw_line
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.tune import run_session
 
@@ -56,6 +56,18 @@ def test_no_measurement_where_the_answer_is_known(
     asked, prepared = choose_layout(store, mobile_cnn, host_target(), ProbeRun(auto(conv_layout="blocked"), no_probe))
     assert asked.layout == "blocked" and asked.block in (4, 8, 16) and "as asked" in asked.reason
     assert any("NCHWc" in task.name for task in prepared.tasks)
+
+
+def test_the_user_is_told_how_many_convolutions_the_blocked_layout_keeps_nchw(
+    tmp_path: Path, model_dir: Path, mobile_cnn: Path
+) -> None:
+    said: list[str] = []
+    blocked, here = auto(conv_layout="blocked"), host_target()
+    attention = models.channel_mean_cnn(model_dir / "told_cnn.onnx")  # its first convolution cannot be blocked
+    _, prepared = choose_layout(tmp_path / "told.db", attention, here, ProbeRun(blocked, no_probe, said.append))
+    assert prepared.imported.kept_nchw == 1 and said == [kept_nchw_line(1)]
+    _, prepared = choose_layout(tmp_path / "told.db", mobile_cnn, here, ProbeRun(blocked, no_probe, said.append))
+    assert prepared.imported.kept_nchw == 0 and len(said) == 1, "a model converted whole says nothing more"
 
 
 def test_a_reader_shows_the_tune_not_the_probe_stored_after_it() -> None:
