@@ -12,11 +12,14 @@ culprit costs about log2(convolutions) conversions, and a model TVM converts who
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Hashable, Sequence
 from typing import TypeVar
 
 import tvm
 from tvm import relax
+
+from bcd_core.tvm_failures import MutedStderr, verbose
 
 Converted = TypeVar("Converted")
 # What TVM raises where its layout inference or legalization cannot take a blocked tensor.
@@ -71,11 +74,11 @@ def _search(count: int, convert_at: Callable[[list[int]], Converted]) -> tuple[C
     plain: list[int] = []
     start = 0  # invariant: the conversion works with the convolutions from `start` on kept NCHW
     while True:
-        try:
-            return convert_at(plain), plain
-        except CONVERSION_ERRORS as error:
-            if start >= count or (not plain and not _works(convert_at, list(range(count)))):
-                raise error from None  # not one that keeping convolutions NCHW mends
+        converted, error = _attempt(convert_at, plain)
+        if error is None:
+            return converted, plain  # type: ignore[return-value]
+        if start >= count or (not plain and not _works(convert_at, list(range(count)))):
+            raise error  # not one that keeping convolutions NCHW mends
         culprit = _first_failing(count, plain, start, convert_at)
         plain.append(culprit)
         start = culprit + 1
@@ -96,8 +99,21 @@ def _first_failing(count: int, plain: list[int], start: int, convert_at: Callabl
 
 
 def _works(convert_at: Callable[[list[int]], object], plain: list[int]) -> bool:
-    try:
-        convert_at(plain)
-    except CONVERSION_ERRORS:
-        return False
-    return True
+    return _attempt(convert_at, plain)[1] is None
+
+
+def _attempt(
+    convert_at: Callable[[list[int]], Converted], plain: list[int]
+) -> tuple[Converted | None, Exception | None]:
+    """`convert_at(plain)`, or TVM's error where it refuses. A refused conversion leaves
+    half-built BlockBuilders behind, and TVM warns on stderr when they are destroyed; the search
+    expects refusals, so they are freed here and those warnings discarded (unless the user asked
+    for TVM's output) rather than printed later among the tune's own lines."""
+    with MutedStderr() as muted:
+        try:
+            return convert_at(plain), None
+        except CONVERSION_ERRORS as caught:
+            error = caught.with_traceback(None)  # the frames hold the half-built objects
+        gc.collect()
+        muted.discard = not verbose()
+    return None, error

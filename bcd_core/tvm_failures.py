@@ -37,16 +37,16 @@ def verbose() -> bool:
     return logging.getLogger("bcd").isEnabledFor(logging.INFO)
 
 
-class _MutedStderr:
+class MutedStderr:
     """File descriptor 2 pointed at a scratch file while TVM works: its C++ warnings bypass
     Python's sys.stderr. What was written there is passed on afterwards unless discarded."""
 
-    def __init__(self) -> None:
+    def __init__(self, discard: bool = False) -> None:
         self._saved: int | None = None
         self._scratch = tempfile.TemporaryFile()
-        self.discard = False
+        self.discard = discard
 
-    def __enter__(self) -> _MutedStderr:
+    def __enter__(self) -> MutedStderr:
         sys.stderr.flush()
         self._saved = os.dup(2)
         os.dup2(self._scratch.fileno(), 2)
@@ -122,7 +122,7 @@ def tvm_step(what: str, step: Callable[[], T], mod: tvm.IRModule | None = None) 
     (the module `step` lowers) fails alone. bcd's own errors pass through unchanged."""
     loud = verbose()
     printed = io.StringIO()
-    muted = _MutedStderr()
+    muted = MutedStderr()
     with nullcontext() if loud else muted:
         try:
             with redirect_stdout(printed):
