@@ -65,6 +65,9 @@ def profile_tune(model: str, out: Path, strategy: str, args: argparse.Namespace)
     run = run_session(model, out / f"{strategy}.db", host_target(), settings, new_session=True)
     profiler.disable()
     profiler.dump_stats(out / f"{strategy}.prof")
+    extractor = getattr(run.cost_model, "extractor", None)
+    if hasattr(extractor, "hits"):
+        print(f"{strategy}: features of {extractor.extracted} programs extracted, {extractor.hits} reused")
     return phase_seconds(pstats.Stats(profiler)), run.trials_done, run.elapsed()
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from tvm.s_tir import meta_schedule as ms
 
+from bcd_core.cost_model.features import RememberedFeatures
 from bcd_core.cost_model.stored import STOCK_WARMUP_SAMPLES, StoredBatch, learn_stored
 from bcd_core.memory.pretrain import pretrain_from_memory
 from bcd_core.records.states import EventKind
@@ -21,9 +22,13 @@ from bcd_core.tuning.run import RecordTrials, TuningRun, standard_callbacks
 def make_cost_model() -> ms.cost_model.CostModel:
     """Stock's own model, MetaSchedule's XGBModel, one for every task of the model as in
     `tune_tasks`; it learns from each batch as soon as it is measured, so that it ranks later
-    tasks' first rounds (once past its warm-up) and guides every later round as stock's does."""
+    tasks' first rounds (once past its warm-up) and guides every later round as stock's does.
+    Its features are stock's, each program's extracted once (cost_model/features.py)."""
     return ms.cost_model.XGBModel(
-        num_warmup_samples=STOCK_WARMUP_SAMPLES, num_tuning_cores=host_core_count(), tree_method="auto"
+        extractor=RememberedFeatures(),
+        num_warmup_samples=STOCK_WARMUP_SAMPLES,
+        num_tuning_cores=host_core_count(),
+        tree_method="auto",
     )
 
 

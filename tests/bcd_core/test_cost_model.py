@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from tvm.s_tir import meta_schedule as ms
 
+from bcd_core.cost_model.features import RememberedFeatures
 from bcd_core.cost_model.metrics import batch_metrics, pairwise_accuracy, spearman, topk_recall
 from bcd_core.cost_model.stored import StoredBatch, learn_stored, stored_runner_result
 from bcd_core.model_import import import_model
@@ -65,3 +66,27 @@ def test_stored_measurements_train_metaschedules_model_once_to_the_same_model(ti
     assert len(updates) == 3 and len(once) == 1
     np.testing.assert_allclose(at_once.predict(context, candidates), by_update.predict(context, candidates))
     assert not at_once._inst.adaptive_training  # its own setting is back for the tune
+
+
+def test_a_programs_features_are_extracted_once_and_are_the_features_stock_extracts(tiny_convnet: Path, host) -> None:
+    context, candidates = conv_context_and_candidates(tiny_convnet, host)
+    remembered = RememberedFeatures()
+    with_repeats = candidates + candidates[:3]
+    first = remembered.extract_from(context, with_repeats)
+    again = remembered.extract_from(context, candidates)
+    assert remembered.extracted == len(candidates) and remembered.hits == 3 + len(candidates)
+    stock = ms.feature_extractor.PerStoreFeature().extract_from(context, with_repeats)
+    for got, expected in zip([*first, *again], [*stock, *stock[: len(candidates)]], strict=True):
+        np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+def test_the_least_recently_used_features_make_room(tiny_convnet: Path, host) -> None:
+    context, candidates = conv_context_and_candidates(tiny_convnet, host)
+    remembered = RememberedFeatures(capacity=2)
+    remembered.extract_from(context, candidates[:2])
+    remembered.extract_from(context, candidates[:1])  # the first is used again
+    remembered.extract_from(context, candidates[2:3])  # the third in, the second out
+    remembered.extract_from(context, candidates[:1])
+    assert len(remembered.kept) == 2 and remembered.extracted == 3 and remembered.hits == 2
+    remembered.extract_from(context, candidates[1:2])
+    assert remembered.extracted == 4
