@@ -41,10 +41,10 @@ class MutedStderr:
     """File descriptor 2 pointed at a scratch file while TVM works: its C++ warnings bypass
     Python's sys.stderr. What was written there is passed on afterwards unless discarded."""
 
-    def __init__(self, discard: bool = False) -> None:
+    def __init__(self) -> None:
         self._saved: int | None = None
         self._scratch = tempfile.TemporaryFile()
-        self.discard = discard
+        self.discard = False
 
     def __enter__(self) -> MutedStderr:
         sys.stderr.flush()
