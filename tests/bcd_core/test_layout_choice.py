@@ -9,11 +9,14 @@ import models
 import pytest
 import tvm
 
+from bcd_core.records.database import SqliteDatabase
 from bcd_core.records.measured import session_layout_choice
 from bcd_core.records.store import RecordStore
 from bcd_core.session_view import continues_its_probe, default_session, strategy_text
 from bcd_core.target import host_target, target_key
 from bcd_core.tuning import layout_choice
+from bcd_core.tuning.bcd.first_round import module_hash
+from bcd_core.tuning.bcd.plan import BcdPlan
 from bcd_core.tuning.events import SessionStarted
 from bcd_core.tuning.layout_choice import WIN_MARGIN, ProbeRun, choose_layout, kept_nchw_line
 from bcd_core.tuning.settings import TuneSettings
@@ -285,3 +288,44 @@ def test_a_second_probe_that_cannot_win_ends_early_and_blocked_is_chosen(
     choice = session_layout_choice(store, store.session(tune.session_id))
     assert choice.layout == "blocked" and "ended early" in choice.reason and choice.nchw_s > 0
     assert tune.session_id != nchw["id"] and tune.trials_done == 3 * len(tune.tasks)
+
+
+@pytest.mark.slow
+def test_a_tune_tops_its_probe_rounds_up_to_whole_first_rounds(tmp_path: Path, mobile_cnn: Path, monkeypatch) -> None:
+    """The tune that continues its probe gives each task the probe measured short the rest of a
+    first round (a ranked fresh sample, tuning/bcd/top_up.py) before any task's evolved round,
+    sized so the two make one round of the tune, and measures no program of the probe again."""
+    monkeypatch.setattr(layout_choice, "PROBE_TRIALS_PER_TASK", 2)
+    rounds: list[tuple[str, int, int]] = []  # (kind, task, trials asked) of the tune's rounds
+    first_round, mix_in = BcdPlan.first_round, BcdPlan.mix_in_diffused
+
+    def noted_first_round(plan, index, left):
+        if not plan.settings.layout_probe:
+            rounds.append(("first", index, left))
+        return first_round(plan, index, left)
+
+    def noted_evolved(plan, index, candidates):
+        rounds.append(("evolved", index, len(candidates)))
+        return mix_in(plan, index, candidates)
+
+    monkeypatch.setattr(BcdPlan, "first_round", noted_first_round)
+    monkeypatch.setattr(BcdPlan, "mix_in_diffused", noted_evolved)
+    settings = auto(trials_per_task=10, trials_per_round=6)
+    run = run_session(mobile_cnn, tmp_path / "tune.db", host_target(), settings)
+    store = RecordStore(tmp_path / "tune.db")
+    trials = store.trials(run.session_id)
+    index_of = {row_id: index for index, row_id in run.task_row_ids.items()}
+    probed: dict[int, int] = {}
+    for trial in trials[: store.session(run.session_id)["probe_trials"]]:
+        probed[index_of[trial["task_id"]]] = probed.get(index_of[trial["task_id"]], 0) + 1
+    short = {index: count for index, count in probed.items() if count < settings.batch_size}
+    assert short, "the probe measured no task short of a round: nothing to top up"
+    tops = {index: asked for kind, index, asked in rounds if kind == "first" and index in probed}
+    assert tops == {index: settings.batch_size - count for index, count in short.items()}
+    kinds = [kind for kind, _, _ in rounds]
+    assert "evolved" in kinds and kinds.index("evolved") > max(i for i, kind in enumerate(kinds) if kind == "first")
+    database = SqliteDatabase(store, target_key(host_target()))
+    for index in probed:
+        rows = [t for t in trials if index_of[t["task_id"]] == index]
+        hashes = [module_hash(database.candidate_from_row(row).sch) for row in rows]
+        assert len(set(hashes)) == len(hashes), f"task {index} measured a program twice"

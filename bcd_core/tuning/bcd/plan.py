@@ -30,6 +30,7 @@ from bcd_core.tuning.bcd.first_round import module_hash, ranked_samples
 from bcd_core.tuning.bcd.memory_share import MemoryShare
 from bcd_core.tuning.bcd.serial import SerialTwins
 from bcd_core.tuning.bcd.sources import faster_per_flop
+from bcd_core.tuning.bcd.top_up import probe_only_tasks
 from bcd_core.tuning.run import TuningRun
 from bcd_core.tuning.steering import ClusterSteering
 
@@ -73,7 +74,8 @@ class BcdPlan(ClusterSteering):
     def __init__(self, run: TuningRun) -> None:
         super().__init__(run)
         self.generated = run.trials_done  # trials handed to the builder, in flight included
-        self.started = {index for index, rounds in run.rounds_per_task.items() if rounds > 0}
+        self.topping_up = probe_only_tasks(run)  # their next round completes the probe's (top_up.py)
+        self.started = {index for index, rounds in run.rounds_per_task.items() if rounds > 0} - self.topping_up
         self.round_robin_joined = False
         self.rng = random.Random(run.settings.seed)
         self.sketches: dict[int, list[Any]] = {}

@@ -12,6 +12,7 @@ from tvm.s_tir import meta_schedule as ms
 from bcd_core.records.failed_run import runner_latency
 from bcd_core.records.states import SEARCH_HIDDEN_ORIGINS
 from bcd_core.tuning.bcd.plan import BcdPlan
+from bcd_core.tuning.bcd.top_up import probed_programs, top_up_size
 from bcd_core.tuning.metaschedule import evolutionary_search
 
 
@@ -53,9 +54,12 @@ class BcdSearch(ms.search_strategy.PySearchStrategy):
         left = plan.trials_left_for(self.task_index, plan.total_budget - plan.generated)
         if self.task_index in plan.run.given_up or left <= 0:
             return None
+        topping_up = not self.rounds and self.task_index in plan.topping_up
         first = not self.rounds and not plan.run.rounds_per_task.get(self.task_index)
         self.rounds += 1
-        if first:
+        if topping_up:
+            batch = self.top_up(left)
+        elif first:
             batch = plan.first_round(self.task_index, left)
         else:
             candidates = self.inner.generate_measure_candidates()
@@ -69,6 +73,13 @@ class BcdSearch(ms.search_strategy.PySearchStrategy):
         batch = plan.with_serial_twin(self.task_index, batch, left)
         plan.generated += len(batch)
         return batch
+
+    def top_up(self, left: int) -> list[ms.MeasureCandidate]:
+        """The rest of the task's first round after its layout probe's (top_up.py)."""
+        plan, index = self.plan, self.task_index
+        plan.topping_up.discard(index)
+        plan.seen.setdefault(index, set()).update(probed_programs(plan.run, index))
+        return plan.first_round(index, min(left, top_up_size(plan.run, index)))
 
     def notify_runner_results(self, measure_candidates, results) -> None:
         self.plan.memory_share.note_outcomes(measure_candidates, results)
