@@ -8,11 +8,11 @@ models are timed: the latency a user would get, layout transforms included, each
 timing of two (`quietest`). Blocked is chosen only when it wins by a margin. The probes are
 sessions of their own (marked `layout_probe`, so no user's tune continues one by chance); a
 stopped probe resumes with the next tune. The winner's session then becomes the tune
-(`continue_probe`): its trials are the tune's first round robin and its timed model the first
-milestone, so the layout costs the tune the losing probe. The choice is stored per model,
-target, thread count and input shapes, so every later tune of the model finds it (and its
-sessions) without measuring again. Stock MetaSchedule, GPU targets and models without a
-convolution the block fits keep the model's layout, unmeasured."""
+(`continue_probe`): its trials begin the tune's first round robin (tuning/bcd/top_up.py) and
+its timed model is the first milestone, so the layout costs the tune the losing probe. The
+choice is stored per model, target, thread count and input shapes, so every later tune of the
+model finds it (and its sessions) without measuring again. Stock MetaSchedule, GPU targets
+and models without a convolution the block fits keep the model's layout, unmeasured."""
 
 from __future__ import annotations
 

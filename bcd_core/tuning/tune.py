@@ -78,7 +78,7 @@ def run_session(
     settings = replace(settings, conv_layout=choice.layout)
     store = RecordStore(db_path)
     adopted = continue_probe(store, probes, settings)
-    if adopted is not None:  # the winning probe's trials are this tune's first round robin
+    if adopted is not None:  # the winning probe's trials begin this tune's first round robin
         new_session, resume_session_id, started = False, adopted, time.perf_counter()
     run = TuningRun(store, prepared, settings, listeners, new_session, started, control, resume_session_id)
     note_layout(run, choice, said, probes)
