@@ -51,14 +51,19 @@ IN_TURNS_RUNS, IN_TURNS_PASSES = 50, 5  # both probes' models, as `bcd check` ti
 @dataclass
 class ProbeSessions:
     """The layout probes one tune ran: each layout's session, and when its run began and ended
-    (`time.perf_counter`), so the winner's clock can be carried into the tune."""
+    (`time.perf_counter`), so the winner's clock can be carried into the tune; and the model as
+    each probe prepared it, which the tune in that layout takes instead of importing, splitting
+    and clustering it again (seconds of a short tune's clock on a model of many tasks)."""
 
     sessions: dict[str, int] = field(default_factory=dict)
     spans: dict[str, tuple[float, float]] = field(default_factory=dict)
+    prepared: dict[str, PreparedModel] = field(default_factory=dict)
 
-    def ran(self, layout: str, session_id: int, began: float) -> None:
-        self.sessions[layout] = session_id
+    def ran(self, run: TuningRun, began: float) -> None:
+        layout = run.settings.conv_layout
+        self.sessions[layout] = run.session_id
         self.spans[layout] = (began, time.perf_counter())
+        self.prepared[layout] = run.prepared
 
     def losers_s(self, winner: str) -> float:
         """Wall time of the probes the tune does not continue: the price of measuring."""
@@ -88,6 +93,7 @@ class ProbeRun:
     settings: TuneSettings
     tune: Callable[[TuneSettings, Callable[[TuningRun], None] | None], TuningRun]  # settings, on_open
     say: Callable[[str], None] = lambda text: None
+    probes: ProbeSessions = field(default_factory=ProbeSessions)  # what `tune` ran
 
 
 def probe_settings(settings: TuneSettings, layout: str) -> TuneSettings:
@@ -289,7 +295,9 @@ def choose_layout(
     shapes = {k: tuple(v) for k, v in settings.input_shapes.items()}
 
     def prepare(layout: str) -> PreparedModel:
-        prepared = prepare_model(model_path, target, shapes, settings.cluster_mode, settings.math, layout)
+        prepared = probe.probes.prepared.get(layout)
+        if prepared is None:
+            prepared = prepare_model(model_path, target, shapes, settings.cluster_mode, settings.math, layout)
         kept = prepared.imported.kept_nchw
         if kept and not settings.layout_probe:  # said once, by the tune
             probe.say(kept_nchw_line(kept))

@@ -71,7 +71,7 @@ def run_session(
     probe_tune = probe_tuner(model_path, db_path, target, listeners, control, memory, started, probes)
 
     try:
-        probe = ProbeRun(settings, probe_tune, say)
+        probe = ProbeRun(settings, probe_tune, say, probes)
         choice, prepared = choose_layout(db_path, model_path, target, probe, resume_session_id)
     except ProbeStopped as stopped:
         return stopped.run
@@ -116,7 +116,7 @@ def probe_tuner(
             started_at=started,
             on_open=on_probe_open,
         )
-        probes.ran(probe_settings.conv_layout, run.session_id, began)
+        probes.ran(run, began)
         return run
 
     return probe_tune

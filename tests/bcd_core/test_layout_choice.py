@@ -292,9 +292,10 @@ def test_a_second_probe_that_cannot_win_ends_early_and_blocked_is_chosen(
 
 @pytest.mark.slow
 def test_a_tune_tops_its_probe_rounds_up_to_whole_first_rounds(tmp_path: Path, mobile_cnn: Path, monkeypatch) -> None:
-    """The tune that continues its probe gives each task the probe measured short the rest of a
-    first round (a ranked fresh sample, tuning/bcd/top_up.py) before any task's evolved round,
-    sized so the two make one round of the tune, and measures no program of the probe again."""
+    """The tune that continues its probe takes the model as the probe prepared it, and gives
+    each task the probe measured short the rest of a first round (a ranked fresh sample,
+    tuning/bcd/top_up.py) before any task's evolved round, sized so the two make one round of
+    the tune, and measures no program of the probe again."""
     monkeypatch.setattr(layout_choice, "PROBE_TRIALS_PER_TASK", 2)
     rounds: list[tuple[str, int, int]] = []  # (kind, task, trials asked) of the tune's rounds
     first_round, mix_in = BcdPlan.first_round, BcdPlan.mix_in_diffused
@@ -308,10 +309,19 @@ def test_a_tune_tops_its_probe_rounds_up_to_whole_first_rounds(tmp_path: Path, m
         rounds.append(("evolved", index, len(candidates)))
         return mix_in(plan, index, candidates)
 
+    prepared: list[str] = []  # the layouts the model was imported and split in
+    prepare_model = layout_choice.prepare_model
+
+    def noted_prepare(*args):
+        prepared.append(args[-1])
+        return prepare_model(*args)
+
     monkeypatch.setattr(BcdPlan, "first_round", noted_first_round)
     monkeypatch.setattr(BcdPlan, "mix_in_diffused", noted_evolved)
+    monkeypatch.setattr(layout_choice, "prepare_model", noted_prepare)
     settings = auto(trials_per_task=10, trials_per_round=6)
     run = run_session(mobile_cnn, tmp_path / "tune.db", host_target(), settings)
+    assert prepared == ["blocked", "nchw"], "the tune prepared the model again instead of taking its probe's"
     store = RecordStore(tmp_path / "tune.db")
     trials = store.trials(run.session_id)
     index_of = {row_id: index for index, row_id in run.task_row_ids.items()}
