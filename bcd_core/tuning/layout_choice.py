@@ -295,7 +295,8 @@ def choose_layout(
     shapes = {k: tuple(v) for k, v in settings.input_shapes.items()}
 
     def prepare(layout: str) -> PreparedModel:
-        prepared = probe.probes.prepared.get(layout)
+        prepared = probe.probes.prepared.pop(layout, None)
+        probe.probes.prepared.clear()  # the other layout's model is not tuned: not kept in memory
         if prepared is None:
             prepared = prepare_model(model_path, target, shapes, settings.cluster_mode, settings.math, layout)
         kept = prepared.imported.kept_nchw
