@@ -9,7 +9,6 @@ group: the same model, for a fraction of the time.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,6 +18,8 @@ from typing import Any
 import numpy as np
 from tvm.s_tir import meta_schedule as ms
 
+from bcd_core.cost_model.warmup import collecting_only, in_warmup
+
 
 @dataclass
 class StoredBatch:
@@ -27,10 +28,6 @@ class StoredBatch:
     context: ms.TuneContext
     candidates: list[ms.MeasureCandidate]
     latencies: list[float | None]
-
-
-# MetaSchedule's XGBModel returns random scores until it has this many samples (its default).
-STOCK_WARMUP_SAMPLES = 100
 
 
 def python_model(model: Any) -> Any:
@@ -61,20 +58,17 @@ def learn_stored(model: Any, batches: Iterable[StoredBatch]) -> int:
 @contextmanager
 def training_deferred(model: Any) -> Iterator[None]:
     """While the block runs, MetaSchedule's XGBModel `model` only collects what `update`
-    gives it; at the end it trains once on everything. Anything else passes through."""
+    gives it; at the end it trains once on everything, unless its scores are still random
+    (warmup.py): then its first batch past the warm-up trains it. Anything else passes through."""
     if not hasattr(model, "last_train_size"):
         yield
         return
-    adaptive, before = model.adaptive_training, model.data_size
-    # Adaptive training skips retraining while the data grew by less than a fifth of the size
-    # it last trained at: with that size huge, every update skips it.
-    model.adaptive_training, model.last_train_size = True, sys.maxsize
-    try:
+    before = model.data_size
+    with collecting_only(model):
         yield
-    finally:
-        model.adaptive_training, model.last_train_size = adaptive, model.data_size
-        if model.data_size > before:
-            train_on_everything(model)
+    if model.data_size > before and not in_warmup(model):
+        model.last_train_size = model.data_size
+        train_on_everything(model)
 
 
 def train_on_everything(model: Any) -> None:

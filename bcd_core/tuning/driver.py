@@ -5,17 +5,16 @@ store when a session resumes), this project's builder, runner and store."""
 from __future__ import annotations
 
 import tempfile
-from contextlib import closing
 from typing import Any
 
 from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.cost_model.features import RememberedFeatures
-from bcd_core.cost_model.stored import STOCK_WARMUP_SAMPLES, StoredBatch, learn_stored
+from bcd_core.cost_model.stored import StoredBatch, learn_stored, python_model
+from bcd_core.cost_model.warmup import STOCK_WARMUP_SAMPLES, WarmupXGBModel, in_warmup
 from bcd_core.memory.pretrain import pretrain_from_memory
 from bcd_core.records.states import EventKind
 from bcd_core.target import host_core_count
-from bcd_core.tuning.measure.setup import make_builder, make_runner
 from bcd_core.tuning.run import RecordTrials, TuningRun, standard_callbacks
 
 
@@ -23,8 +22,9 @@ def make_cost_model() -> ms.cost_model.CostModel:
     """Stock's own model, MetaSchedule's XGBModel, one for every task of the model as in
     `tune_tasks`; it learns from each batch as soon as it is measured, so that it ranks later
     tasks' first rounds (once past its warm-up) and guides every later round as stock's does.
-    Its features are stock's, each program's extracted once (cost_model/features.py)."""
-    return ms.cost_model.XGBModel(
+    Its features are stock's, each program's extracted once (cost_model/features.py); it is
+    not trained during its warm-up, when its scores are random (cost_model/warmup.py)."""
+    return WarmupXGBModel(
         extractor=RememberedFeatures(),
         num_warmup_samples=STOCK_WARMUP_SAMPLES,
         num_tuning_cores=host_core_count(),
@@ -48,7 +48,10 @@ def retrain_from_store(run: TuningRun, model: ms.cost_model.PyCostModel) -> None
         for index, trials in by_task.items()
     )
     samples = learn_stored(model, batches)
-    run.message(EventKind.INFO, f"cost model retrained on {samples} stored trials")
+    if in_warmup(python_model(model)):
+        run.message(EventKind.INFO, f"cost model: {samples} stored trials kept, too few to train it on yet")
+    else:
+        run.message(EventKind.INFO, f"cost model retrained on {samples} stored trials")
 
 
 UNLIMITED = 10**9
@@ -65,8 +68,8 @@ def drive(run: TuningRun, contexts: list[ms.TuneContext], scheduler: ms.task_sch
     if run.resumed:
         retrain_from_store(run, cost_model)
     recorder = RecordTrials(run, [task.index for task in run.tasks])
-    builder = make_builder(run.settings, run.target)
-    with tempfile.TemporaryDirectory(prefix="bcd-") as work_dir, closing(builder):
+    with tempfile.TemporaryDirectory(prefix="bcd-") as work_dir, run.measurers.lent(run.settings, run.target) as kit:
+        builder, runner = kit
         ms.tune_tasks(
             tasks=contexts,
             task_weights=[float(task.weight) for task in run.tasks],
@@ -75,7 +78,7 @@ def drive(run: TuningRun, contexts: list[ms.TuneContext], scheduler: ms.task_sch
             max_trials_per_task=UNLIMITED,
             num_trials_per_iter=run.settings.batch_size,
             builder=builder,
-            runner=make_runner(run.settings, run.target),
+            runner=runner,
             database=run.database,
             cost_model=cost_model,
             measure_callbacks=standard_callbacks(recorder),

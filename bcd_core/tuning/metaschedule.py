@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 
 from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.target import host_core_count
-from bcd_core.tuning.measure.setup import make_builder, make_runner
 from bcd_core.tuning.run import RecordTrials, TuningRun, standard_callbacks
 
 
@@ -75,8 +74,8 @@ def tune_stock(run: TuningRun) -> None:
     run.cost_model = ms.cost_model.CostModel.create("xgb", num_tuning_cores=host_core_count(), tree_method="auto")
     recorder = RecordTrials(run, [task.index for task in pending])
     run.control_in_callback = True
-    builder = make_builder(run.settings, run.target)
-    with tempfile.TemporaryDirectory(prefix="bcd-ms-") as work_dir, _stoppable(run), closing(builder):
+    measurers = run.measurers.lent(run.settings, run.target)
+    with tempfile.TemporaryDirectory(prefix="bcd-ms-") as work_dir, _stoppable(run), measurers as (builder, runner):
         ms.tune_tasks(
             tasks=contexts,
             task_weights=[float(task.weight) for task in pending],
@@ -85,7 +84,7 @@ def tune_stock(run: TuningRun) -> None:
             max_trials_per_task=budget_left,
             num_trials_per_iter=run.settings.batch_size,
             builder=builder,
-            runner=make_runner(run.settings, run.target),
+            runner=runner,
             database=run.database,
             cost_model=run.cost_model,
             measure_callbacks=standard_callbacks(recorder),

@@ -51,6 +51,7 @@ from bcd_core.tuning.events import (
     SessionStarted,
     TuneEvent,
 )
+from bcd_core.tuning.measure.setup import Measurers
 from bcd_core.tuning.options import RETIRED_STRATEGIES, settled_identity
 from bcd_core.tuning.settings import (
     DEFAULT_CLUSTER_MODE,
@@ -335,8 +336,8 @@ class TuningRun:
         self.continues_probe = False  # a layout probe's session, made this tune's (tuning/layout_choice.py)
         self.session = store.session(self.session_id)
         self._elapsed_offset = float(self.session["elapsed_s"] or 0.0)
-        # Time spent on our own bookkeeping (store writes, metrics, events, scheduling), not on search or measurement.
-        self.bookkeeping_s = float(self.session.get("bookkeeping_s") or 0.0)
+        self.bookkeeping_s = float(self.session.get("bookkeeping_s") or 0.0)  # store, metrics, events, scheduling
+        self.measurers = Measurers()  # its own, unless its tune shares one (tune.run_session)
         rows = store.tasks(self.session_id)
         self.task_row_ids = {row["idx"]: row["id"] for row in rows}
         self.workload_ids = {row["idx"]: row["workload_id"] for row in rows}

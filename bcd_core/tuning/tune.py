@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from bcd_core.tuning.channel import ControlChannel
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import Listener, SessionFinished, SessionMessage
 from bcd_core.tuning.layout_choice import ProbeRun, ProbeSessions, ProbeStopped, choose_layout, continue_probe
-from bcd_core.tuning.measure.setup import check_runner
+from bcd_core.tuning.measure.setup import Measurers, check_runner
 from bcd_core.tuning.milestones import Milestones
 from bcd_core.tuning.options import BCD
 from bcd_core.tuning.reused import reuse_measured_tasks
@@ -45,15 +46,19 @@ def run_session(
     engine_token: str | None = None,
     started_at: float | None = None,
     on_open: Callable[[TuningRun], None] | None = None,
+    measurers: Measurers | None = None,
 ) -> TuningRun:
     """Import, extract, open (or resume) the session and run the chosen strategy to the end
-    (or until `control` stops it). `resume_session_id` continues that session, refusing if
-    its model, target, settings or tool version no longer match. `memory`: whether a new
-    `bcd` session draws on earlier tunes (a resumed one draws on what it recorded). Any
-    process may steer the run through the store (tuning/channel.py); `engine_token` names this
-    launch there, so that the process that launched it finds its session. `started_at`: the
-    clock's start when not now (`time.perf_counter`; a layout probe runs on its tune's).
-    `on_open`: called with the run before it starts (a layout probe's cutoff attaches to it)."""
+    (or until `control` stops it). `resume_session_id` continues that session, refusing if its
+    model, target, settings or tool version no longer match. `memory`: whether a new `bcd`
+    session draws on earlier tunes. Any process may steer the run through the store
+    (tuning/channel.py); `engine_token` names this launch there. A layout probe runs on its
+    tune's clock (`started_at`, `time.perf_counter`), builder and runner (`measurers`, else the
+    tune's own, for its probes and itself); `on_open` gets the run before it starts."""
+    if measurers is None:
+        with closing(Measurers(kept=True)) as shared:
+            session = (new_session, control, resume_session_id, memory, engine_token, started_at, on_open, shared)
+            return run_session(model_path, db_path, target, settings, listeners, *session)
     started = time.perf_counter() if started_at is None else started_at
     check_runner(settings)  # an unreachable tracker fails now, not after import and extraction
     for path in memory.stores if memory.enabled else ():
@@ -67,8 +72,7 @@ def run_session(
 
     control = control or TuningControl()
     probes = ProbeSessions()
-
-    probe_tune = probe_tuner(model_path, db_path, target, listeners, control, memory, started, probes)
+    probe_tune = probe_tuner(model_path, db_path, target, listeners, control, memory, started, probes, measurers)
 
     try:
         probe = ProbeRun(settings, probe_tune, say, probes)
@@ -81,6 +85,7 @@ def run_session(
     if adopted is not None:  # the winning probe's trials begin this tune's first round robin
         new_session, resume_session_id, started = False, adopted, time.perf_counter()
     run = TuningRun(store, prepared, settings, listeners, new_session, started, control, resume_session_id)
+    run.measurers = measurers
     note_layout(run, choice, said, probes)
     channel = ControlChannel(db_path, run.session_id, run.control, engine_token).start()
     run.listeners.append(channel.on_event)
@@ -99,9 +104,10 @@ def probe_tuner(
     memory: MemoryRequest,
     started: float,
     probes: ProbeSessions,
+    measurers: Measurers,
 ) -> Callable[[TuneSettings, Callable[[TuningRun], None] | None], TuningRun]:
     """How a tune runs its layout probes: sessions of their own on the tune's clock, with the
-    user's listeners and control, each one's span kept in `probes`."""
+    user's listeners, control and the tune's builder and runner, each one's span kept in `probes`."""
 
     def probe_tune(probe_settings: TuneSettings, on_probe_open: Callable[[TuningRun], None] | None) -> TuningRun:
         began = time.perf_counter()
@@ -115,6 +121,7 @@ def probe_tuner(
             memory=memory,
             started_at=started,
             on_open=on_probe_open,
+            measurers=measurers,
         )
         probes.ran(run, began)
         return run

@@ -7,6 +7,7 @@ from tvm.s_tir import meta_schedule as ms
 from bcd_core.cost_model.features import RememberedFeatures
 from bcd_core.cost_model.metrics import batch_metrics, pairwise_accuracy, spearman, topk_recall
 from bcd_core.cost_model.stored import StoredBatch, learn_stored, stored_runner_result
+from bcd_core.cost_model.warmup import WarmupXGBModel, scores_are_random
 from bcd_core.model_import import import_model
 from bcd_core.tasks import extract_tasks
 
@@ -90,3 +91,39 @@ def test_the_least_recently_used_features_make_room(tiny_convnet: Path, host) ->
     assert len(remembered.kept) == 2 and remembered.extracted == 3 and remembered.hits == 2
     remembered.extract_from(context, candidates[1:2])
     assert remembered.extracted == 4
+
+
+def test_the_cost_model_trains_only_once_its_scores_count(tiny_convnet: Path, host) -> None:
+    """Stock's XGBModel trains after most batches of its warm-up, though it scores at random
+    until the warm-up is over; bcd's trains first on the batch that ends it, then as stock's,
+    and scores as stock's does wherever stock's scores count."""
+    context, candidates = conv_context_and_candidates(tiny_convnet, host)
+    pairs = [candidates[i : i + 2] for i in range(0, 8, 2)]
+    results = [stored_runner_result(1e-4 * (1 + i)) for i in range(2)]
+
+    def counted(cls) -> tuple[ms.cost_model.XGBModel, list[int]]:
+        model = cls(num_warmup_samples=5, num_tuning_cores=1)
+        trainings, train = [], model._inst._train
+        model._inst._train = lambda **kw: (trainings.append(1), train(**kw))
+        return model, trainings
+
+    (stock, stock_trainings), (warm, warm_trainings) = counted(ms.cost_model.XGBModel), counted(WarmupXGBModel)
+    for size, batch in zip((2, 4, 6, 8), pairs, strict=True):
+        stock.update(context, batch, results)
+        warm.update(context, batch, results)
+        assert scores_are_random(warm._inst) == (size < 5) == scores_are_random(stock._inst)
+        if size >= 5:
+            np.testing.assert_allclose(warm.predict(context, candidates), stock.predict(context, candidates))
+    assert len(stock_trainings) == 4 and len(warm_trainings) == 2  # at 6 (the warm-up's end) and at 8
+
+
+def test_stored_trials_too_few_to_score_by_wait_for_the_batch_that_ends_the_warm_up(tiny_convnet: Path, host) -> None:
+    context, candidates = conv_context_and_candidates(tiny_convnet, host)
+    model = WarmupXGBModel(num_warmup_samples=5, num_tuning_cores=1)
+    trainings, train = [], model._inst._train
+    model._inst._train = lambda **kw: (trainings.append(1), train(**kw))
+    stored = StoredBatch(context, candidates[:4], [1e-4, 2e-4, None, 3e-4])
+    assert learn_stored(model, [stored]) == 4
+    assert not trainings and scores_are_random(model._inst)
+    model.update(context, candidates[4:6], [stored_runner_result(1e-4), stored_runner_result(2e-4)])
+    assert len(trainings) == 1 and not scores_are_random(model._inst)

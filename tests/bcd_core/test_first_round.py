@@ -2,12 +2,21 @@
 with real TVM on a tiny convolution."""
 
 import logging
+import random
 
 import numpy as np
 import pytest
 from tvm.s_tir import meta_schedule as ms
 
-from bcd_core.tuning.bcd.first_round import module_hash, ranked_samples, sample_population, top_ranked
+from bcd_core.tuning.bcd import first_round
+from bcd_core.tuning.bcd.first_round import (
+    RANDOM_SAMPLES_PER_PICK,
+    module_hash,
+    random_picks,
+    ranked_samples,
+    sample_population,
+    top_ranked,
+)
 from bcd_core.tuning.run import prepare_model
 
 
@@ -63,3 +72,27 @@ def test_programs_already_handed_out_are_not_picked_again(search_in_progress) ->
     picked = top_ranked(schedules, scores, 2, exclude={first})
     assert first not in {module_hash(c.sch) for c in picked}
     assert module_hash(top_ranked(schedules, scores, 1, exclude=set())[0].sch) == first
+
+
+def test_while_scores_are_random_a_small_sample_gives_the_random_picks(search_in_progress, monkeypatch) -> None:
+    """Ranking a whole population by random scores picks programs at random: a sample of a
+    few times the picks does it; a sample short of new programs gives way to the population."""
+    _, search = search_in_progress
+    sizes: list[int] = []
+
+    def sampled(search, size):
+        sizes.append(size)
+        return sample_population(search, size)
+
+    monkeypatch.setattr(first_round, "sample_population", sampled)
+    exclude: set[int] = set()
+    picked = random_picks(search, 2, 64, exclude, random.Random(0))
+    hashes = {module_hash(c.sch) for c in picked}
+    assert len(picked) == 2 and hashes == exclude and sizes == [2 * RANDOM_SAMPLES_PER_PICK]
+    assert all(c.args_info for c in picked)
+
+    sizes.clear()
+    repeated = sample_population(search, 4)[:1] * 8  # a design space of one program
+    monkeypatch.setattr(first_round, "sample_population", lambda s, size: sizes.append(size) or repeated)
+    assert len(random_picks(search, 2, 64, set(), random.Random(0))) == 1
+    assert sizes == [2 * RANDOM_SAMPLES_PER_PICK, 64]

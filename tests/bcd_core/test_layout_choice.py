@@ -19,6 +19,7 @@ from bcd_core.tuning.bcd.first_round import module_hash
 from bcd_core.tuning.bcd.plan import BcdPlan
 from bcd_core.tuning.events import SessionStarted
 from bcd_core.tuning.layout_choice import WIN_MARGIN, ProbeRun, choose_layout, kept_nchw_line
+from bcd_core.tuning.measure import setup as measure_setup
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.tune import run_session
 
@@ -316,12 +317,16 @@ def test_a_tune_tops_its_probe_rounds_up_to_whole_first_rounds(tmp_path: Path, m
         prepared.append(args[-1])
         return prepare_model(*args)
 
+    builders: list = []  # the builders made: the probes and the tune share one
+    make_builder = measure_setup.make_builder
+    monkeypatch.setattr(measure_setup, "make_builder", lambda *a: builders.append(make_builder(*a)) or builders[-1])
     monkeypatch.setattr(BcdPlan, "first_round", noted_first_round)
     monkeypatch.setattr(BcdPlan, "mix_in_diffused", noted_evolved)
     monkeypatch.setattr(layout_choice, "prepare_model", noted_prepare)
     settings = auto(trials_per_task=10, trials_per_round=6)
     run = run_session(mobile_cnn, tmp_path / "tune.db", host_target(), settings)
     assert prepared == ["blocked", "nchw"], "the tune prepared the model again instead of taking its probe's"
+    assert len(builders) == 1 and builders[0]._pool is None, "each session started its own builder workers"
     store = RecordStore(tmp_path / "tune.db")
     trials = store.trials(run.session_id)
     index_of = {row_id: index for index, row_id in run.task_row_ids.items()}

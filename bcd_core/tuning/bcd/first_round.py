@@ -9,7 +9,7 @@ generations of mutation over the population, most of a first round's search time
 as it is measured, so the cost model has learnt from the tasks measured before; here it
 ranks the population MetaSchedule samples for the first generation, and the best are
 measured with as many random ones (before the model is past its warm-up, its scores are
-random, as stock's).
+random, as stock's; while they are, a small sample drawn at random gives the same picks for less).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import numpy as np
 import tvm_ffi
 from tvm.s_tir import meta_schedule as ms
 from tvm.s_tir.meta_schedule import _ffi_api
+
+RANDOM_SAMPLES_PER_PICK = 4  # while the cost model's scores are random: samples for each program picked
 
 
 def module_hash(schedule: Any) -> int:
@@ -73,14 +75,36 @@ def ranked_samples(
     can be wrong about this one in a way only the task's own measurements reveal (it can rank
     a 3-channel first convolution's fully unrolled programs first, which build slowly and run
     slowly); random picks are how stock's first round finds that out."""
+    rng = rng or random.Random(0)
     schedules = sample_population(search, population)
     if not schedules:
         return []
     scores = np.asarray(score(context, [as_candidate(s) for s in schedules]), dtype="float64")
     picked = top_ranked(schedules, scores, count - explore, exclude)
     if explore > 0:
-        shuffled = (rng or random.Random(0)).sample(range(len(schedules)), len(schedules))
-        random_scores = np.zeros(len(schedules))
-        random_scores[shuffled] = np.arange(len(schedules), 0, -1)
-        picked += top_ranked(schedules, random_scores, count - len(picked), exclude)
+        picked += top_ranked(schedules, shuffled_scores(len(schedules), rng), count - len(picked), exclude)
     return picked
+
+
+def random_picks(
+    search: ms.search_strategy.EvolutionarySearch, count: int, population: int, exclude: set[int], rng: random.Random
+) -> list[ms.MeasureCandidate]:
+    """Up to `count` fresh programs at random, skipping `exclude`: what `ranked_samples` picks
+    while the cost model's scores are random, from a sample of a few times `count` instead of
+    the whole population (sampling is most of a first round's search time; the search samples
+    at least its `init_min_unmeasured`). A design space too small to give `count` new programs
+    in such a sample gets the whole population, as before."""
+    picked: list[ms.MeasureCandidate] = []
+    for size in dict.fromkeys((min(population, RANDOM_SAMPLES_PER_PICK * count), population)):
+        schedules = sample_population(search, size)
+        picked += top_ranked(schedules, shuffled_scores(len(schedules), rng), count - len(picked), exclude)
+        if len(picked) >= count:
+            break
+    return picked
+
+
+def shuffled_scores(size: int, rng: random.Random) -> np.ndarray:
+    """Scores that rank `size` programs in a random order (distinct, so no ties)."""
+    scores = np.zeros(size)
+    scores[rng.sample(range(size), size)] = np.arange(size, 0, -1)
+    return scores

@@ -23,10 +23,11 @@ from typing import Any
 from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.cost_model.stored import python_model
+from bcd_core.cost_model.warmup import scores_are_random
 from bcd_core.diffusion import diffuse
 from bcd_core.records.states import CARRIED_ORIGINS, REMEMBERED_ORIGINS, EventKind, TaskStatus, TrialOrigin
 from bcd_core.tasks import Task
-from bcd_core.tuning.bcd.first_round import module_hash, ranked_samples
+from bcd_core.tuning.bcd.first_round import module_hash, random_picks, ranked_samples
 from bcd_core.tuning.bcd.memory_share import MemoryShare
 from bcd_core.tuning.bcd.serial import SerialTwins
 from bcd_core.tuning.bcd.sources import faster_per_flop
@@ -226,6 +227,8 @@ class BcdPlan(ClusterSteering):
         search = self.searches[task_index]
         seen = self.seen.setdefault(task_index, set())
         population = self.settings.population_size
+        if scores_are_random(python_model(run.cost_model)):
+            return random_picks(search, count, population, seen, self.rng)
         return ranked_samples(run.contexts[task_index], search, self.score, count, population, seen, explore, self.rng)
 
     def diffused(self, task_index: int, count: int, seen: set[int]) -> list[ms.MeasureCandidate]:

@@ -4,6 +4,9 @@ tracker. Candidates are timed as stock MetaSchedule times them: calls repeated w
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
 
@@ -44,3 +47,34 @@ def check_runner(settings: TuneSettings) -> None:
     """Fail now, with what to do, if candidates could not be measured where asked."""
     if settings.runner == "rpc":
         check_tracker(settings)
+
+
+class Measurers:
+    """The builder and runner a session measures with, made at its first use. One tune's
+    sessions (its layout probes, then the tune) share one `Measurers(kept=True)`, closed by
+    whoever made it: a session that started worker processes of its own would wait for each to
+    import TVM (2-4 s on 2 cores) before its first build, on the tune's clock. A session's own
+    (`kept=False`) is closed when the session's search ends."""
+
+    def __init__(self, kept: bool = False) -> None:
+        self.kept = kept
+        self._builder: PooledBuilder | None = None
+        self._runner: ms.runner.Runner | None = None
+
+    @contextmanager
+    def lent(self, settings: TuneSettings, target: Target) -> Iterator[tuple[PooledBuilder, ms.runner.Runner]]:
+        if self._builder is None:
+            self._builder = make_builder(settings, target)
+        if self._runner is None:
+            self._runner = make_runner(settings, target)
+        try:
+            yield self._builder, self._runner
+        finally:
+            if not self.kept:
+                self.close()
+
+    def close(self) -> None:
+        """Stop the builder's workers; the runner's stop with it, unreferenced."""
+        if self._builder is not None:
+            self._builder.close()
+        self._builder = self._runner = None
