@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from failing_programs import make_every_diffused_program_fail
+from tvm.s_tir import meta_schedule as ms
 
 from bcd_core.clustering import cluster_tasks
 from bcd_core.cost_model.stored import python_model
@@ -294,7 +295,7 @@ def test_without_diffusion_the_search_is_stocks(tmp_path: Path, conv_cluster_mod
     prepared, _ = layout
     db = tmp_path / "floor.db"
     run = run_session(conv_cluster_model, db, host, replace(SETTINGS, diffusion_share=0.0))
-    assert type(python_model(run.cost_model)).__name__ == "XGBModel"  # stock's own model
+    assert isinstance(python_model(run.cost_model), ms.cost_model.XGBModel._cls)  # stock's own model
     store = RecordStore(db)
     trials = store.trials(run.session_id)
     assert trials and all(t["origin"] in OWN_ORIGINS for t in trials)

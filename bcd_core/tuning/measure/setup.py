@@ -74,7 +74,7 @@ class Measurers:
                 self.close()
 
     def close(self) -> None:
-        """Stop the builder's workers; the runner's stop with it, unreferenced."""
+        """Stop the builder's workers; the runner's worker ends once the runner is dropped."""
         if self._builder is not None:
             self._builder.close()
         self._builder = self._runner = None
