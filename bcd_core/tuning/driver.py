@@ -64,7 +64,8 @@ def drive(run: TuningRun, contexts: list[ms.TuneContext], scheduler: ms.task_sch
     run.cost_model = cost_model
     if run.memory is not None:
         samples, seconds = pretrain_from_memory(run.memory, run.tasks, run.target, cost_model)
-        run.message(EventKind.INFO, f"memory: cost model pre-trained on {samples} remembered trials in {seconds:.1f} s")
+        what = "given" if in_warmup(python_model(cost_model)) else "pre-trained on"  # too few: trained later
+        run.message(EventKind.INFO, f"memory: cost model {what} {samples} remembered trials in {seconds:.1f} s")
     if run.resumed:
         retrain_from_store(run, cost_model)
     recorder = RecordTrials(run, [task.index for task in run.tasks])

@@ -130,7 +130,7 @@ def test_a_new_model_draws_on_an_earlier_tune_with_provenance(tmp_path: Path, re
         if not any(t["origin"] == "diffused" for t in first[task_id]):
             assert any(t["origin"] in REMEMBERED_ORIGINS for t in first[task_id])
     assert [(r["store"], r["source_session_id"]) for r in store.memory_used(run.session_id)] == [("", 1)]
-    assert any("pre-trained on" in m for m in messages)
+    assert any(m.startswith("memory: cost model") and "remembered trials" in m for m in messages)
     assert len(store.trials(run.session_id)) == SETTINGS.trials_per_task * len(run.tasks)
 
 
