@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from bcd_core.tuning.channel import ControlChannel
 from bcd_core.tuning.control import TuningControl
 from bcd_core.tuning.events import Listener, SessionFinished, SessionMessage
 from bcd_core.tuning.layout_choice import ProbeRun, ProbeSessions, ProbeStopped, choose_layout, continue_probe
-from bcd_core.tuning.measure.setup import Measurers, check_runner
+from bcd_core.tuning.measure.setup import Measurers, check_runner, tune_measurers
 from bcd_core.tuning.milestones import Milestones
 from bcd_core.tuning.options import BCD
 from bcd_core.tuning.reused import reuse_measured_tasks
@@ -55,10 +54,6 @@ def run_session(
     (tuning/channel.py); `engine_token` names this launch there. A layout probe runs on its
     tune's clock (`started_at`, `time.perf_counter`), builder and runner (`measurers`, else the
     tune's own, for its probes and itself); `on_open` gets the run before it starts."""
-    if measurers is None:
-        with closing(Measurers(kept=True)) as shared:
-            session = (new_session, control, resume_session_id, memory, engine_token, started_at, on_open, shared)
-            return run_session(model_path, db_path, target, settings, listeners, *session)
     started = time.perf_counter() if started_at is None else started_at
     check_runner(settings)  # an unreachable tracker fails now, not after import and extraction
     for path in memory.stores if memory.enabled else ():
@@ -71,28 +66,29 @@ def run_session(
             listener(SessionMessage(0, EventKind.INFO, text))
 
     control = control or TuningControl()
-    probes = ProbeSessions()
-    probe_tune = probe_tuner(model_path, db_path, target, listeners, control, memory, started, probes, measurers)
+    with tune_measurers(measurers) as measurers:
+        probes = ProbeSessions()
+        probe_tune = probe_tuner(model_path, db_path, target, listeners, control, memory, started, probes, measurers)
 
-    try:
-        probe = ProbeRun(settings, probe_tune, say, probes)
-        choice, prepared = choose_layout(db_path, model_path, target, probe, resume_session_id)
-    except ProbeStopped as stopped:
-        return stopped.run
-    settings = replace(settings, conv_layout=choice.layout)
-    store = RecordStore(db_path)
-    adopted = continue_probe(store, probes, settings)
-    if adopted is not None:  # the winning probe's trials begin this tune's first round robin
-        new_session, resume_session_id, started = False, adopted, time.perf_counter()
-    run = TuningRun(store, prepared, settings, listeners, new_session, started, control, resume_session_id)
-    run.measurers = measurers
-    note_layout(run, choice, said, probes)
-    channel = ControlChannel(db_path, run.session_id, run.control, engine_token).start()
-    run.listeners.append(channel.on_event)
-    try:
-        return _run_opened_session(run, memory, on_open)
-    finally:
-        channel.close()
+        try:
+            probe = ProbeRun(settings, probe_tune, say, probes)
+            choice, prepared = choose_layout(db_path, model_path, target, probe, resume_session_id)
+        except ProbeStopped as stopped:
+            return stopped.run
+        settings = replace(settings, conv_layout=choice.layout)
+        store = RecordStore(db_path)
+        adopted = continue_probe(store, probes, settings)
+        if adopted is not None:  # the winning probe's trials begin this tune's first round robin
+            new_session, resume_session_id, started = False, adopted, time.perf_counter()
+        run = TuningRun(store, prepared, settings, listeners, new_session, started, control, resume_session_id)
+        run.measurers = measurers
+        note_layout(run, choice, said, probes)
+        channel = ControlChannel(db_path, run.session_id, run.control, engine_token).start()
+        run.listeners.append(channel.on_event)
+        try:
+            return _run_opened_session(run, memory, on_open)
+        finally:
+            channel.close()
 
 
 def probe_tuner(

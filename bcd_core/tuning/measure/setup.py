@@ -5,7 +5,7 @@ tracker. Candidates are timed as stock MetaSchedule times them: calls repeated w
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 
 from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
@@ -78,3 +78,14 @@ class Measurers:
         if self._builder is not None:
             self._builder.close()
         self._builder = self._runner = None
+
+
+@contextmanager
+def tune_measurers(given: Measurers | None) -> Iterator[Measurers]:
+    """`given` (a layout probe's: its tune's), else the tune's own for its probes and itself,
+    closed when the tune ends."""
+    if given is not None:
+        yield given
+        return
+    with closing(Measurers(kept=True)) as own:
+        yield own
