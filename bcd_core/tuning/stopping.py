@@ -70,6 +70,10 @@ def goal_met(goal: LatencyGoal, timed: dict | None) -> str | None:
     return f"{goal.name} reached: the compiled model ran in {format_latency(timed['measured_latency_s'])}"
 
 
+# The batch in flight when a batch is recorded, and the one handed out before the next check.
+BATCHES_KEPT_BACK = 2
+
+
 def recent_batch_s(timeline: list[dict]) -> float:
     """The longer of the last two gaps between recorded batches. A resumed session starts with
     it, so that its first check keeps the time its previous run kept: that run stopped when the
@@ -145,21 +149,24 @@ class StoppingRules:
         return self.run.elapsed() + self.milestones.spent_s - self.probe_s
 
     def time_reason(self) -> str | None:
-        """Stop early enough for the batch in flight and the timing that ends the tune, each as
-        long as the last one took: `--minutes 3` is three minutes of the user's from the tune's
-        start (Python and TVM load before it)."""
+        """Stop early enough for the batches that cannot be stopped any more and the timing that
+        ends the tune, each as long as the last one took: `--minutes 3` is three minutes of the
+        user's from the tune's start (Python and TVM load before it). When a batch is recorded
+        the next is already in flight, and going on hands out one more before the next check,
+        so two batches' time is kept back."""
         if self.budget_s is None:
             return None
         latest = self.milestones.latest
         timing = float(latest["cost_s"] or 0) if latest is not None and timing_on() else 0.0
         used = self.used_s()
-        if used + timing + self.batch_s < self.budget_s:
+        kept = BATCHES_KEPT_BACK * self.batch_s
+        if used + timing + kept < self.budget_s:
             return None
         log.info(
-            "time budget: %.0f s used of %.0f s, %.0f s kept for the batch in flight and %.0f s to time the model",
+            "time budget: %.0f s used of %.0f s, %.0f s kept for the batches in flight and %.0f s to time the model",
             used,
             self.budget_s,
-            self.batch_s,
+            kept,
             timing,
         )
         return f"time budget of {format_minutes(self.budget_s)} spent"
