@@ -144,36 +144,42 @@ def _inline_producer(sch: Any, block: Any) -> Any:
     return kept[0]
 
 
-def _tile_and_unroll(sch: Any, block: Any, tiled: tuple[int, int], unrolled: tuple[int, ...]) -> list[Any]:
+def _vector_lanes(channels: int) -> int:
+    return next(lanes for lanes in (16, 8, 4, 2, 1) if channels % lanes == 0)
+
+
+def _tile_unroll_vectorize(sch: Any, block: Any, unrolled: tuple[int, ...]) -> Any:
+    """Loops (i, j, p, c, r_a, r_b) of a transform: tile p, unroll the 6x6 (or 4x4) transform
+    and vectorize over a vector of channels innermost (channels are contiguous in every tensor
+    the transforms read and write). Returns the loop at which one tile's inputs are needed."""
     loops = sch.get_loops(block)
-    outer, inner = [], []
-    for index in tiled:
-        factors = sch.sample_perfect_tile(loops[index], n=2, max_innermost_factor=64)
-        first, second = sch.split(loops[index], factors)
-        outer.append(first)
-        inner.append(second)
-    sch.reorder(*outer, *inner, *(loops[index] for index in unrolled))
+    tile_outer, tile_inner = sch.split(loops[2], sch.sample_perfect_tile(loops[2], n=2, max_innermost_factor=16))
+    lanes = _vector_lanes(int(sch.get(loops[3]).extent))
+    channel_outer, channel_inner = sch.split(loops[3], [None, lanes])
+    sch.reorder(tile_outer, channel_outer, tile_inner, *(loops[index] for index in unrolled), channel_inner)
     for index in unrolled:
         sch.unroll(loops[index])
-    return outer + inner
+    sch.vectorize(channel_inner)
+    return tile_inner
 
 
 def _data_pack_rule(sch: Any, data_pack: Any) -> list[Any]:
-    """Loops (eps, nu, p, ci, r_a, r_b): tile the tiles and channels, unroll the 6x6 transform,
-    and gather each input tile where it is transformed."""
+    """Loops (eps, nu, p, ci, r_a, r_b); each tile's 6x6 inputs for a vector of channels are
+    gathered (vectorized) where they are transformed."""
     input_tile = _inline_producer(sch, data_pack)
     data_pad = _inline_producer(sch, input_tile)
-    loops = _tile_and_unroll(sch, data_pack, (2, 3), (0, 1, 4, 5))
-    sch.compute_at(input_tile, loops[3], preserve_unit_loops=True)
+    tile_loop = _tile_unroll_vectorize(sch, data_pack, (0, 1, 4, 5))
+    sch.compute_at(input_tile, tile_loop, preserve_unit_loops=True)
     sch.set_scope(input_tile, 0, "local")
     sch.compute_inline(data_pad)
+    sch.vectorize(sch.get_loops(input_tile)[-1])
     return [sch]
 
 
 def _inverse_rule(sch: Any, inverse: Any) -> list[Any]:
-    """Loops (vh, vw, p, co, r_a, r_b): tile the tiles and channels, unroll the transform."""
+    """Loops (vh, vw, p, co, r_a, r_b)."""
     _inline_producer(sch, inverse)
-    _tile_and_unroll(sch, inverse, (2, 3), (0, 1, 4, 5))
+    _tile_unroll_vectorize(sch, inverse, (0, 1, 4, 5))
     return [sch]
 
 
@@ -225,7 +231,7 @@ def winograd_library(weight: np.ndarray, size: int, trials: int, work: Path) -> 
     target = host_target()
     mod = builder.get()
     fused = fuse_for_tuning(mod, target)  # the build fuses (and annotates) so before its lookups
-    settings = TuneSettings()
+    settings = TuneSettings(builder_timeout_s=60)  # unrolled transforms build slower than a convolution
     with Measurers().lent(settings, target) as (measure_builder, measure_runner):
         database = ms.relax_integration.tune_relax(
             fused,
