@@ -29,9 +29,9 @@ from onnx_builder import GraphBuilder  # noqa: E402
 from bcd_core.bench import ONNXRUNTIME, measure_in_turns  # noqa: E402
 from bcd_core.export import compile_tuned, export_library, library_runner, onnxruntime_runner  # noqa: E402
 from bcd_core.layout import vector_block  # noqa: E402
-from bcd_core.model_import import fuse_for_tuning, fusion_passes  # noqa: E402
+from bcd_core.model_import import fuse_for_tuning  # noqa: E402
 from bcd_core.target import host_target  # noqa: E402
-from bcd_core.tuned_build import exec_mode, lowering_passes  # noqa: E402
+from bcd_core.tuned_build import build_tuned  # noqa: E402
 from bcd_core.tuning.measure.setup import Measurers  # noqa: E402
 from bcd_core.tuning.settings import TuneSettings  # noqa: E402
 from bcd_core.tuning.tune import run_session  # noqa: E402
@@ -190,25 +190,6 @@ def register_winograd_rules() -> None:
         tvm_ffi.register_global_func(f"s_tir.meta_schedule.cpu.conv2d_nhwc_winograd_{name}", rule, override=True)
 
 
-def build_folding_weight_layouts(database: Any, mod: Any, target: Any) -> Any:
-    """bcd's tuned build, except that the weight layout MetaSchedule's RewriteLayout chose for the
-    Winograd GEMM is split out of the kernel and folded into the constant at compile time (the
-    kernel would otherwise re-lay the weights out at every call; the tuner timed it without)."""
-    import tvm
-    from tvm import relax
-    from tvm.relax.transform import FoldConstant, MetaScheduleApplyDatabase, SplitLayoutRewritePreproc
-
-    @tvm.transform.module_pass(opt_level=3)
-    def pipeline(module: Any, _context: Any) -> Any:
-        module = tvm.transform.Sequential(fusion_passes(target))(module)
-        module = MetaScheduleApplyDatabase()(module)
-        module = tvm.transform.Sequential([SplitLayoutRewritePreproc(), FoldConstant()])(module)
-        return tvm.transform.Sequential(lowering_passes(target))(module)
-
-    with target, database, tvm.transform.PassContext(opt_level=3):
-        return relax.build(mod, target=target, relax_pipeline=pipeline, exec_mode=exec_mode(target))
-
-
 def winograd_library(weight: np.ndarray, size: int, trials: int, work: Path) -> Path:
     import tvm
     from tvm import relax
@@ -247,7 +228,7 @@ def winograd_library(weight: np.ndarray, size: int, trials: int, work: Path) -> 
             builder=measure_builder,
             runner=measure_runner,
         )
-    executable = build_folding_weight_layouts(database, mod, target)
+    executable = build_tuned(database, mod, target)
     assert isinstance(executable, tvm.relax.VMExecutable)
     return export_library(executable, work / "winograd.so")
 
