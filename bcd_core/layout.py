@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import partial
 
 import tvm
 import tvm_ffi
@@ -28,11 +29,20 @@ from tvm.target import Target
 from bcd_core.channel_padding import pad_last_convolutions
 from bcd_core.layout_fallback import convert_keeping_plain_where_needed, convolution_weights, is_kept_plain
 from bcd_core.tvm_speedups import shared_constant_builds
+from bcd_core.winograd import PRIMFUNC_NAME as WINOGRAD_PRIMFUNC
+from bcd_core.winograd import conv2d_winograd_nchwc, transformed_weight
+from bcd_core.winograd import fits as winograd_fits
 
 
 class LayoutMode(StrEnum):
     PLAIN = "nchw"  # the model's own layout
     BLOCKED = "blocked"  # convolutions in NCHW[x]c, x the target's float32 vector width
+    WINOGRAD = "winograd"  # blocked, and 3x3 stride-1 convolutions by Winograd (winograd.py)
+
+
+def is_blocked(layout: str) -> bool:
+    """Whether convolutions of `layout` run in NCHW[x]c."""
+    return layout in (LayoutMode.BLOCKED, LayoutMode.WINOGRAD)
 
 
 def vector_block(target: Target) -> int:
@@ -50,13 +60,20 @@ def blocked_layout_name(target: Target) -> str:
     return f"NCHW{block}c"
 
 
-def blocked_conv2d(bb: relax.BlockBuilder, call: relax.Call) -> relax.Expr:
-    """Legalize a conv2d: blocked ones through TOPI's NCHWc computes, the rest as Relax does."""
+def blocked_conv2d(bb: relax.BlockBuilder, call: relax.Call, winograd: bool = False) -> relax.Expr:
+    """Legalize a conv2d: blocked ones through TOPI's NCHWc computes (or Winograd, where asked
+    and the convolution fits it), the rest as Relax does."""
     attrs = call.attrs
     if len(attrs.data_layout) == 4:
         return _nn_conv2d(bb, call)
     data, kernel = call.args
     out_dtype = str(call.ty.dtype)
+    if winograd and winograd_fits(call):
+        packed = bb.emit(bb.call_te(transformed_weight, kernel, primfunc_name_hint="winograd_weight"))
+        out_block = int(call.ty.shape[-1])
+        return bb.call_te(
+            conv2d_winograd_nchwc, data, packed, attrs.padding, out_block, primfunc_name_hint=WINOGRAD_PRIMFUNC
+        )
     if attrs.groups > 1:
         return bb.call_te(
             depthwise_nchwc,
@@ -278,23 +295,27 @@ def convert_to_blocked(
 
 
 def blocked_conversion(
-    mod: tvm.IRModule, target: Target, before_legalizing: Callable[[tvm.IRModule], tvm.IRModule] | None = None
+    mod: tvm.IRModule,
+    target: Target,
+    before_legalizing: Callable[[tvm.IRModule], tvm.IRModule] | None = None,
+    winograd: bool = False,
 ) -> BlockedModule:
     """`mod` (as imported) with its convolutions in NCHW[x]c for `target`, legalized: both
     task extraction and `compile_relax` then see the same module. `before_legalizing` rewrites
     the converted module first (the fast-math approximations: ConvertLayout knows Relax's
     operators, not their TE rewrites, and would leave the blocked layout around each). Where
     TVM cannot carry a blocked tensor through an operator, the convolutions that reach it stay
-    NCHW (layout_fallback.py)."""
+    NCHW (layout_fallback.py). With `winograd`, the 3x3 stride-1 convolutions Winograd fits
+    (winograd.py) are lowered to it."""
     block = vector_block(target)
     with target, shared_constant_builds():
         mod = relax.transform.FoldConstant()(mod)  # clip bounds the importer computes from constants
     mod = clip_as_min_max(pad_last_convolutions(mod, block))
 
     def convert(plain: list[relax.Expr]) -> tvm.IRModule:
-        return _converted(mod, target, block, plain, before_legalizing)
+        return _converted(mod, target, block, plain, before_legalizing, winograd)
 
-    key = (tvm_ffi.structural_hash(mod), str(target), getattr(before_legalizing, "__qualname__", None))
+    key = (tvm_ffi.structural_hash(mod), str(target), getattr(before_legalizing, "__qualname__", None), winograd)
     converted, plain = convert_keeping_plain_where_needed(convolution_weights(mod), convert, key)
     return BlockedModule(converted, len(plain))
 
@@ -305,6 +326,7 @@ def _converted(
     block: int,
     plain: list[relax.Expr],
     before_legalizing: Callable[[tvm.IRModule], tvm.IRModule] | None,
+    winograd: bool,
 ) -> tvm.IRModule:
     """`mod` converted and legalized with the convolutions whose weights are in `plain` NCHW."""
 
@@ -322,4 +344,5 @@ def _converted(
         mod = concat_into_consumers(mod)
         if before_legalizing is not None:
             mod = before_legalizing(mod)
-        return relax.transform.LegalizeOps({"relax.nn.conv2d": blocked_conv2d})(mod)
+        legalize = partial(blocked_conv2d, winograd=winograd)
+        return relax.transform.LegalizeOps({"relax.nn.conv2d": legalize})(mod)

@@ -16,7 +16,7 @@ from tvm.target import Target
 
 from bcd_core.errors import DynamicShapeError, ModelLoadError, TensorSizeError, UnsupportedOperatorError
 from bcd_core.fast_math import apply_fast_math
-from bcd_core.layout import LayoutMode, blocked_conversion
+from bcd_core.layout import LayoutMode, blocked_conversion, is_blocked
 from bcd_core.shape_dependence import check_fixed_shapes
 from bcd_core.target import is_gpu
 from bcd_core.tvm_failures import tvm_step
@@ -258,7 +258,7 @@ def import_model(
         raise ValueError(f"math must be one of {', '.join(MathMode)}, not {math!r}")
     if layout not in tuple(LayoutMode):
         raise ValueError(f"layout must be one of {', '.join(LayoutMode)}, not {layout!r}")
-    if layout == LayoutMode.BLOCKED and (target is None or is_gpu(target)):
+    if is_blocked(layout) and (target is None or is_gpu(target)):
         raise ModelLoadError("the blocked layout is for CPU targets; tune a GPU with --layout nchw")
     path = Path(path)
     model = load_onnx(path)
@@ -283,9 +283,10 @@ def import_model(
     mod = tvm_step(f"importing {path.name}", convert)
     fast = apply_fast_math if math == MathMode.FAST else None
     kept_nchw = 0
-    if layout == LayoutMode.BLOCKED:  # approximated once converted (layout.py)
+    if is_blocked(layout):  # approximated once converted (layout.py)
         converting = "converting convolutions to the blocked layout"
-        blocked = tvm_step(converting, lambda: blocked_conversion(mod, target, fast), mod)
+        winograd = layout == LayoutMode.WINOGRAD
+        blocked = tvm_step(converting, lambda: blocked_conversion(mod, target, fast, winograd), mod)
         mod, kept_nchw = blocked.mod, blocked.kept_nchw
     elif fast is not None:
         mod = tvm_step("approximating erf, exp, tanh and sigmoid", lambda: fast(mod), mod)

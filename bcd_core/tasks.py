@@ -16,8 +16,10 @@ from bcd_core.model_import import fuse_for_tuning
 from bcd_core.tvm_failures import tvm_step
 from bcd_core.tvm_rules import register_pooling_fallbacks
 from bcd_core.tvm_speedups import load_tensor_intrinsics
+from bcd_core.winograd import register_winograd_rules
 
 register_pooling_fallbacks()  # before any design space is generated
+register_winograd_rules()
 
 _SUFFIX_DIGITS = re.compile(r"\d+$")
 _DECISION = re.compile(r",?\s*decision=[^)]*\)")

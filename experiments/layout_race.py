@@ -1,11 +1,12 @@
-"""Does tuning convolutions in the blocked layout bring the compiled model to onnxruntime?
+"""Does tuning convolutions in the blocked layout (or with Winograd) bring the compiled model to onnxruntime?
 
-Runs the layout probe a default (auto) tune would run, then tunes the model with BCD twice, in
-its own NCHW layout and in NCHW[x]c, each in a store of its own, then times both exported models
-and onnxruntime in turns (bcd_core/timing.py) and writes one JSON with the probe's verdict, the
-estimates, the in-tune milestone timings and the timings in turns. Run it on an idle machine.
+Optionally runs the layout probe a default (auto) tune would run, then tunes the model with BCD
+once per layout (by default its own NCHW and NCHW[x]c), each in a store of its own, then times
+the exported models and onnxruntime in turns (bcd_core/timing.py) and writes one JSON with the
+probe's verdict, the estimates, the in-tune milestone timings and the timings in turns. Run it
+on an idle machine.
 
-    python experiments/layout_race.py MODEL.onnx OUT_DIR --trials-per-task 16 [--seed 0]
+    python experiments/layout_race.py MODEL.onnx OUT_DIR --trials-per-task 16 [--seed 0] [--layouts blocked,winograd]
 """
 
 from __future__ import annotations
@@ -24,8 +25,6 @@ from bcd_core.target import describe_target, host_core_count, host_target
 from bcd_core.tuning.layout_choice import ProbeRun, choose_layout
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.tune import run_session
-
-LAYOUTS = ("nchw", "blocked")
 
 
 def tune(model: Path, out: Path, layout: str, trials: int, seed: int) -> tuple[dict, Path, list]:
@@ -54,7 +53,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--probe", action="store_true", help="also run the layout probe of --layout auto")
+    parser.add_argument("--layouts", default="nchw,blocked", help="the layouts to tune in, comma-separated")
     args = parser.parse_args()
+    layouts = args.layouts.split(",")
     args.out.mkdir(parents=True, exist_ok=True)
     results, libraries, inputs = {}, {}, []
     choice = None
@@ -66,12 +67,12 @@ def main() -> None:
             return run_session(args.model, probe_store, host_target(), probe_settings)
 
         choice, _ = choose_layout(probe_store, args.model, host_target(), ProbeRun(settings, probe_tune, print))
-    for layout in LAYOUTS:
+    for layout in layouts:
         results[layout], libraries[layout], inputs = tune(args.model, args.out, layout, args.trials_per_task, args.seed)
     from bcd_core.model_import import load_onnx
 
     timed = measure_in_turns(libraries, load_onnx(args.model), random_inputs(inputs), args.runs, host_target())
-    for layout in LAYOUTS:
+    for layout in layouts:
         results[layout]["measured_ms"] = timed[layout]
     payload = {
         "model": args.model.name,
@@ -86,7 +87,7 @@ def main() -> None:
     }
     path = args.out / f"{args.model.stem}-{args.trials_per_task}-s{args.seed}.json"
     path.write_text(json.dumps(payload, indent=1))
-    for layout in LAYOUTS:
+    for layout in layouts:
         r = results[layout]
         print(
             f"{layout:8} est {r['estimate_s'] * 1e3:8.3f} ms  measured {r['measured_ms']:8.3f} ms  "

@@ -26,6 +26,7 @@ class LayoutChoice:
     probe_tasks: int = 0
     probe_trials: int = 0
     probe_s: float = 0.0
+    winograd_s: float | None = None  # where a convolution fits Winograd (bcd_core/winograd.py)
 
     def describe(self) -> str:
         shown = f"{self.layout} (NCHW{self.block}c)" if self.block else self.layout

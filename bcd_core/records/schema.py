@@ -189,6 +189,7 @@ TABLES: dict[str, Table] = {
             "probe_trials": int,
             "probe_s": float,
             "measured_at": str,
+            "winograd_s": float,
         },
         indexes=(Index(("model_hash", "target_key")),),
     ),
@@ -257,6 +258,7 @@ TABLES_ADDED_LATER = (
 )
 # Columns added to a table after its first release: added to older stores when they open.
 COLUMNS_ADDED_LATER = {
+    "layout_choices": ("winograd_s",),
     "model_latency": ("search_estimate_s",),
     "reference": ("spread",),
     "sessions": ("stop_reason", "time_budget_s", "probe_s", "probe_trials"),

@@ -21,10 +21,8 @@ from bcd_core.errors import BcdError
 from bcd_core.records.states import SessionStatus
 from bcd_core.records.store import RecordStore
 from bcd_core.records.timing import PLAIN_LAYOUT, session_layout
-from bcd_core.tuning.options import AUTO_LAYOUT, STOCK
+from bcd_core.tuning.options import AUTO_LAYOUT, LAYOUTS, STOCK
 from bcd_core.tuning.settings import TuneSettings
-
-BLOCKED_LAYOUT = "blocked"  # layout.LayoutMode.BLOCKED, without importing TVM's Relax here
 
 # Said wherever a session cannot go on: the dashboard's and the terminal's way alike.
 NEW_SESSION_ADVICE = "start a new session (Tune in the dashboard, `bcd tune --new-session`)"
@@ -85,7 +83,8 @@ def known_layout(store: RecordStore, model_hash: str, key: str, settings: TuneSe
         return row["layout"], row["reason"]
     found = [
         session
-        for layout in (PLAIN_LAYOUT, BLOCKED_LAYOUT)
+        for layout in LAYOUTS
+        if layout != AUTO_LAYOUT
         if (session := find_session_to_continue(store, model_hash, key, replace(settings, conv_layout=layout)))
     ]
     newest = max(found, key=lambda session: session["id"], default=None)

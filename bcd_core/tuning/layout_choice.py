@@ -1,18 +1,18 @@
 """Which layout a model's convolutions tune in, decided by measurement on this machine.
 
-Blocked convolutions (bcd_core/layout.py) usually tune to faster programs on CPUs, but not on
-every model. Neither untuned programs nor a few programs of single tasks tell the layouts apart
-(a naive blocked loop nest is no faster than a naive NCHW one; a task's first dozen candidates
-are noise), so the probe is a short tune of the whole model in each layout, and the two compiled
-models are timed: the latency a user would get, layout transforms included, each layout's faster
-timing of two (`quietest`). Blocked is chosen only when it wins by a margin. The probes are
+Blocked convolutions (bcd_core/layout.py), and Winograd ones in that layout (winograd.py),
+usually tune to faster programs on CPUs, but not on every model. Neither untuned programs nor
+a few programs of single tasks tell the layouts apart (a task's first dozen candidates are
+noise), so the probe is a short tune of the whole model in each layout and the compiled models
+are timed: the latency a user would get, each layout's faster timing of two (`quietest`); a
+layout other than the model's own must win by a margin (layout_verdict.py). The probes are
 sessions of their own (marked `layout_probe`, so no user's tune continues one by chance); a
 stopped probe resumes with the next tune. The winner's session then becomes the tune
 (`continue_probe`): its trials begin the tune's first round robin (tuning/bcd/top_up.py) and
-its timed model is the first milestone, so the layout costs the tune the losing probe. The
+its timed model is the first milestone, so the layout costs the tune the losing probes. The
 choice is stored per model, target, thread count and input shapes, so every later tune of the
-model finds it (and its sessions) without measuring again. Stock MetaSchedule, GPU targets
-and models without a convolution the block fits keep the model's layout, unmeasured."""
+model finds it without measuring again. Stock MetaSchedule, GPU targets and models without a
+convolution the block fits keep the model's layout, unmeasured."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from tvm.target import Target
 
 from bcd_core.errors import ModelLoadError
 from bcd_core.export import library_runner, target_device
-from bcd_core.layout import LayoutMode, vector_block
+from bcd_core.layout import LayoutMode, is_blocked, vector_block
 from bcd_core.model_import import file_sha256, import_model, random_inputs
 from bcd_core.records.measured import LayoutChoice, stored_choice
 from bcd_core.records.states import EventKind
@@ -36,15 +36,16 @@ from bcd_core.records.timing import session_layout
 from bcd_core.target import is_gpu, target_key
 from bcd_core.timing import time_in_turns
 from bcd_core.tuning.continuation import known_layout
+from bcd_core.tuning.layout_verdict import ProbeFigures, layout_verdict
 from bcd_core.tuning.milestones import FINAL, FIRST_ESTIMATE, compile_run, timing_on
 from bcd_core.tuning.options import AUTO_LAYOUT, STOCK
 from bcd_core.tuning.probe_cutoff import ProbeCutoff
 from bcd_core.tuning.run import PreparedModel, TuningRun, estimated_latency, prepare_model
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.stand_ins import model_best
+from bcd_core.winograd import PRIMFUNC_NAME as WINOGRAD_PRIMFUNC
 
 PROBE_TRIALS_PER_TASK = 4  # or fewer, when the tune itself gives each task fewer
-WIN_MARGIN = 0.05  # blocked must make the compiled model this much faster to be chosen
 IN_TURNS_RUNS, IN_TURNS_PASSES = 50, 5  # both probes' models, as `bcd check` times one
 
 
@@ -157,69 +158,50 @@ def quietest(own: dict[str, float | None], in_turns: dict[str, float]) -> dict[s
     return found
 
 
-def probe_layouts(target: Target, probe: ProbeRun) -> tuple[LayoutChoice | None, TuningRun]:
-    """Tune the whole model briefly in each layout (sessions of their own in the store, which
-    the real tune's search then starts from) and compare the compiled models timed in turns:
-    (the choice, the last probe's run); no choice when the user stopped a probe. The second
-    probe ends early once it cannot win (probe_cutoff.py)."""
-    started, figures, runs, stopped, cutoff = time.perf_counter(), {}, {}, None, None
+def probe_layouts(
+    target: Target, probe: ProbeRun, layouts: tuple[str, ...] = (LayoutMode.BLOCKED, LayoutMode.PLAIN)
+) -> tuple[LayoutChoice | None, TuningRun]:
+    """Tune the whole model briefly in each of `layouts` (sessions of their own in the store,
+    which the real tune's search then starts from) and compare the compiled models timed in
+    turns: (the choice, the last probe's run); no choice when the user stopped a probe. A later
+    probe ends early once it cannot beat the fastest before it (probe_cutoff.py)."""
+    started, seconds, runs, cut, stopped = time.perf_counter(), {}, {}, {}, None
     try:
-        for layout in (LayoutMode.BLOCKED, LayoutMode.PLAIN):
+        for layout in layouts:
             settings = probe_settings(probe.settings, layout)
             probe.say(f"layout: probing {layout}: a round of up to {settings.trials_per_task} trials a task, timed")
-            cutoff = rival_cutoff(layout, figures)
+            cutoff = rival_cutoff(layout, seconds)
             run = runs[layout] = probe.tune(settings, cutoff.attach if cutoff else None)
             if run.control.stop_requested:
                 stopped = run  # its store stays open: the caller resumes from it
                 return None, run
-            figures[layout] = probe_latency(run.store, run)
-        in_turns = {} if cutoff and cutoff.floor_s else time_probes_in_turns(runs, target)
+            if cutoff and cutoff.floor_s:
+                cut[layout] = run.cut_reason
+            seconds[layout] = cutoff.floor_s if layout in cut else probe_latency(run.store, run)
+        timed = {layout: each for layout, each in runs.items() if layout not in cut}
+        in_turns = time_probes_in_turns(timed, target) if len(timed) > 1 else {}
     finally:
         for each in runs.values():
             if each is not stopped:
                 each.store.close()
     trials = probe_settings(probe.settings, LayoutMode.PLAIN).trials_per_task
-    if cutoff and cutoff.floor_s:  # the blocked probe's layout wins: the NCHW one could not
-        reason = f"measured: a round of up to {trials} trials a task; the NCHW probe ended early, {run.cut_reason}"
-        figures = {LayoutMode.PLAIN: cutoff.floor_s, LayoutMode.BLOCKED: cutoff.rival_s}
-        return measured_choice(target, LayoutMode.BLOCKED, figures, reason, run, trials, started), run
-    figures = quietest(figures, in_turns)
-    nchw_s, blocked_s = figures[LayoutMode.PLAIN], figures[LayoutMode.BLOCKED]
-    if nchw_s is None or blocked_s is None:
-        return LayoutChoice(LayoutMode.PLAIN, "measured: a probe could not time every task, so the model's own"), run
-    wins = blocked_s < nchw_s * (1 - WIN_MARGIN)
-    verdict = "faster" if wins else f"not {WIN_MARGIN:.0%} faster"
-    how = "timed alone and in turns, the faster of each," if in_turns else "timed"
-    reason = (
-        f"measured: a round of up to {trials} trials a task, the compiled models {how} ran "
-        f"{nchw_s * 1e3:.3g} ms in NCHW and {blocked_s * 1e3:.3g} ms blocked, "
-        f"{nchw_s / blocked_s:.2f}x as fast, {verdict}"
-    )
-    layout = LayoutMode.BLOCKED if wins else LayoutMode.PLAIN
-    return measured_choice(target, layout, figures, reason, run, trials, started), run
+    figures = ProbeFigures(quietest(seconds, in_turns), trials, len(run.tasks), started, cut, bool(in_turns))
+    return layout_verdict(target, figures), run
 
 
-def rival_cutoff(layout: str, figures: dict[str, float | None]) -> ProbeCutoff | None:
-    """The cutoff for the probe of `layout` against the probe timed before it, if one was."""
-    rival = next(iter(figures), None)
-    if rival is None or figures[rival] is None:
+def rival_cutoff(layout: str, seconds: dict[str, float | None]) -> ProbeCutoff | None:
+    """The cutoff for the probe of `layout` against the fastest model timed before it, if any."""
+    timed = {each: s for each, s in seconds.items() if s is not None}
+    if not timed:
         return None
-    return ProbeCutoff(layout, rival, figures[rival])
-
-
-def measured_choice(
-    target: Target, layout: str, figures: dict, reason: str, run: TuningRun, trials: int, started: float
-) -> LayoutChoice:
-    """The choice with the probes' figures (seconds, each layout) and what measuring cost."""
-    block = vector_block(target) if layout == LayoutMode.BLOCKED else 0
-    nchw_s, blocked_s = figures[LayoutMode.PLAIN], figures[LayoutMode.BLOCKED]
-    return LayoutChoice(layout, reason, block, nchw_s, blocked_s, len(run.tasks), trials, time.perf_counter() - started)
+    rival = min(timed, key=timed.__getitem__)
+    return ProbeCutoff(layout, rival, timed[rival])
 
 
 def unmeasured_choice(settings: TuneSettings, target: Target) -> LayoutChoice | None:
     """The layout when no measurement is needed: asked for, stock, or a GPU."""
     if settings.conv_layout != AUTO_LAYOUT:
-        block = vector_block(target) if settings.conv_layout == LayoutMode.BLOCKED else 0
+        block = vector_block(target) if is_blocked(settings.conv_layout) else 0
         return LayoutChoice(settings.conv_layout, "as asked (--layout)", block)
     if settings.strategy == STOCK:
         return LayoutChoice(LayoutMode.PLAIN, "stock MetaSchedule tunes the model's own layout")
@@ -256,7 +238,7 @@ def earlier_choice(store: RecordStore, target: Target, settings: TuneSettings, m
     known = known_layout(store, model_hash, key, settings)
     if known is None:
         return None
-    block = vector_block(target) if known[0] == LayoutMode.BLOCKED else 0
+    block = vector_block(target) if is_blocked(known[0]) else 0
     return LayoutChoice(known[0], known[1], block)
 
 
@@ -268,17 +250,24 @@ class ProbeStopped(Exception):
         self.run = run
 
 
-def has_blocked_convolutions(model_path: str | Path, target: Target, settings: TuneSettings) -> bool:
-    """Whether converting the model to the blocked layout blocks any convolution. A model TVM
-    cannot convert (an operator ConvertLayout does not know) keeps its own layout; its own
-    import still raises whatever is wrong with the model itself."""
+def layouts_to_probe(model_path: str | Path, target: Target, settings: TuneSettings) -> tuple[str, ...]:
+    """The layouts a probe measures: none when converting the model to the blocked layout
+    blocks no convolution; Winograd first where a convolution fits it (the blocked probe after
+    it then tunes only the convolutions the two lower differently, and a probe after a fast one
+    ends the sooner), blocked, and the model's own. A model TVM cannot convert (an operator
+    ConvertLayout does not know) keeps its own layout; its own import still raises whatever is
+    wrong with the model itself."""
     shapes = {k: tuple(v) for k, v in settings.input_shapes.items()}
     try:
-        mod = import_model(model_path, shapes, settings.math, LayoutMode.BLOCKED, target).relax_mod
+        mod = import_model(model_path, shapes, settings.math, LayoutMode.WINOGRAD, target).relax_mod
     except ModelLoadError:
         import_model(model_path, shapes, settings.math, LayoutMode.PLAIN, target)
-        return False
-    return any("NCHWc" in gv.name_hint for gv in mod.get_global_vars())
+        return ()
+    names = [gv.name_hint for gv in mod.get_global_vars()]
+    if not any("NCHWc" in name for name in names):
+        return ()
+    winograd = (LayoutMode.WINOGRAD,) if any(WINOGRAD_PRIMFUNC in name for name in names) else ()
+    return (*winograd, LayoutMode.BLOCKED, LayoutMode.PLAIN)
 
 
 def choose_layout(
@@ -307,10 +296,11 @@ def choose_layout(
     choice = layout_without_probe(db_path, model_path, target, settings, resume_session_id)
     if choice is not None:
         return choice, prepare(choice.layout)
-    if not has_blocked_convolutions(model_path, target, settings):
+    layouts = layouts_to_probe(model_path, target, settings)
+    if not layouts:
         choice = LayoutChoice(LayoutMode.PLAIN, "no convolution the blocked layout applies to")
     else:
-        choice, run = probe_layouts(target, probe)
+        choice, run = probe_layouts(target, probe, layouts)
         if choice is None:
             raise ProbeStopped(run)
     with closing(RecordStore(db_path)) as store:
@@ -338,7 +328,7 @@ def layout_without_probe(
     if resume_session_id is not None and existing:  # a resumed session keeps its layout, whatever was measured since
         with closing(RecordStore(db_path)) as store:
             layout = session_layout(store.session(resume_session_id))
-        block = vector_block(target) if layout == LayoutMode.BLOCKED else 0
+        block = vector_block(target) if is_blocked(layout) else 0
         return LayoutChoice(layout, f"as session {resume_session_id}, resumed", block)
     choice = unmeasured_choice(settings, target)
     if choice is not None or not existing:

@@ -25,7 +25,7 @@ CLUSTER_MODES = ("loose-sketch", "sketch", "operator")  # values of clustering.C
 MATH_MODES = ("fast", "exact")  # values of model_import.MathMode, default first
 # "auto": measured per model (tuning/layout_choice.py); the others are layout.LayoutMode values.
 AUTO_LAYOUT = "auto"
-LAYOUTS = (AUTO_LAYOUT, "nchw", "blocked")
+LAYOUTS = (AUTO_LAYOUT, "nchw", "blocked", "winograd")
 RUNNERS = ("local", "rpc")  # measure on this machine, or on servers behind TVM's RPC tracker
 ALL_STRATEGIES = STRATEGIES
 # Strategies earlier versions had, with what to use instead: their sessions stay in a store
@@ -127,8 +127,9 @@ OPTIONS: tuple[Option, ...] = (
         "conv_layout",
         Level.RESEARCH,
         "convolutions in the layout measured to tune faster on this machine (auto), in the model's own NCHW "
-        "layout, or blocked: NCHW[x]c with x the CPU target's float32 vector width (8 with AVX2, 16 with "
-        "AVX-512), weights packed at compile time",
+        "layout, blocked: NCHW[x]c with x the CPU target's float32 vector width (8 with AVX2, 16 with "
+        "AVX-512), weights packed at compile time, or winograd: blocked, with 3x3 stride-1 convolutions by "
+        "Winograd F(4x4, 3x3)",
         "--layout",
         choices=LAYOUTS,
         identity_of=ALL_STRATEGIES,

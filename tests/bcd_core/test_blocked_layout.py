@@ -10,6 +10,7 @@ import onnxruntime
 import pytest
 import tvm
 from tvm import relax
+from tvm_builds import builds_and_matches_onnxruntime_here
 
 from bcd_core import layout_fallback
 from bcd_core.layout import blocked_conversion, convert_to_blocked, vector_block
@@ -84,19 +85,6 @@ def test_a_blocked_cnn_with_swish_keeps_its_layout_and_computes_sigmoid_without_
     session = onnxruntime.InferenceSession(fast.onnx_model.SerializeToString(), providers=["CPUExecutionProvider"])
     reference = session.run(None, inputs)[0]
     np.testing.assert_allclose(ours, reference, rtol=1e-4, atol=1e-4 * float(np.abs(reference).max()))
-
-
-def builds_and_matches_onnxruntime_here(imported, blocked: tvm.IRModule, target) -> None:
-    """`blocked` compiles for `target` and, where this machine can run that target's code, its
-    output matches onnxruntime's."""
-    executable = tvm.compile(blocked, target)
-    if vector_block(target) > vector_block(host_target()):
-        return  # an AVX-512 module builds on an AVX2 machine but cannot run there
-    inputs = random_inputs(imported.inputs)
-    ours = relax.VirtualMachine(executable, tvm.cpu())["main"](*[tvm.runtime.tensor(v) for v in inputs.values()])
-    session = onnxruntime.InferenceSession(imported.onnx_model.SerializeToString(), providers=["CPUExecutionProvider"])
-    reference = session.run(None, inputs)[0]
-    np.testing.assert_allclose(ours.numpy(), reference, rtol=1e-4, atol=1e-4 * float(np.abs(reference).max()))
 
 
 def _without_digits(name: str) -> str:

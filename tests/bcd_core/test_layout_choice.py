@@ -18,7 +18,8 @@ from bcd_core.tuning import layout_choice
 from bcd_core.tuning.bcd.first_round import module_hash
 from bcd_core.tuning.bcd.plan import BcdPlan
 from bcd_core.tuning.events import SessionStarted
-from bcd_core.tuning.layout_choice import WIN_MARGIN, ProbeRun, choose_layout, kept_nchw_line
+from bcd_core.tuning.layout_choice import ProbeRun, choose_layout, kept_nchw_line
+from bcd_core.tuning.layout_verdict import WIN_MARGIN
 from bcd_core.tuning.measure import setup as measure_setup
 from bcd_core.tuning.settings import TuneSettings
 from bcd_core.tuning.tune import run_session
@@ -26,7 +27,8 @@ from bcd_core.tuning.tune import run_session
 
 @pytest.fixture(scope="module")
 def mobile_cnn(model_dir: Path) -> Path:
-    return models.mobile_block_cnn(model_dir / "choice_cnn.onnx")
+    """Blocked or NCHW: at 8 channels no convolution is one Winograd fits (its own test below)."""
+    return models.mobile_block_cnn(model_dir / "choice_cnn.onnx", width=8)
 
 
 @pytest.fixture(autouse=True)
@@ -344,3 +346,24 @@ def test_a_tune_tops_its_probe_rounds_up_to_whole_first_rounds(tmp_path: Path, m
         rows = [t for t in trials if index_of[t["task_id"]] == index]
         hashes = [module_hash(database.candidate_from_row(row).sch) for row in rows]
         assert len(set(hashes)) == len(hashes), f"task {index} measured a program twice"
+
+
+@pytest.mark.slow
+def test_where_winograd_fits_three_layouts_are_probed_and_the_rule_chooses(tmp_path: Path, time_model) -> None:
+    """Winograd is probed first where a 3x3 convolution fits it; every probe's figure is
+    recorded, the choice follows layout_verdict's rule from them, and the tune (and what it
+    compiles) is in the chosen layout."""
+    from bcd_core.tuning.layout_verdict import chosen_layout
+
+    model = models.convnet(tmp_path / "three.onnx", channels=(3, 16, 32), size=8)
+    db = tmp_path / "three.db"
+    tune = run_session(model, db, host_target(), auto(trials_per_task=2))
+    store = RecordStore(db)
+    layouts = [json.loads(s["settings"])["conv_layout"] for s in sorted(store.sessions(), key=lambda s: s["id"])]
+    assert layouts[0] == "winograd" and sorted(layouts) == ["blocked", "nchw", "winograd"]
+    choice = session_layout_choice(store, store.session(tune.session_id))
+    figures = {"nchw": choice.nchw_s, "blocked": choice.blocked_s, "winograd": choice.winograd_s}
+    assert all(seconds and seconds > 0 for seconds in figures.values()), figures
+    assert choice.layout == chosen_layout(figures) and "with Winograd" in choice.reason
+    assert json.loads(store.session(tune.session_id)["settings"])["conv_layout"] == choice.layout
+    assert any("winograd" in task.name for task in tune.tasks) == (choice.layout == "winograd")
