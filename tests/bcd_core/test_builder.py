@@ -112,6 +112,21 @@ def test_a_build_far_slower_than_its_kinds_usual_ones_is_stopped_early(monkeypat
     assert waited < 10
 
 
+def test_a_kind_is_its_tasks_arguments() -> None:
+    """A task whose builds take seconds (Winograd's unrolled transforms) is not held to the
+    limit that the fast builds of other tasks set."""
+    wide = te.placeholder((128,), name="a")
+    other = tvm.IRModule({"main": te.create_prim_func([wide, te.compute((128,), lambda i: wide[i] + 1.0)])})
+    kind = builder_module.build_kind(add_one())
+    assert kind == builder_module.build_kind(add_two()) and "64" in kind
+    assert builder_module.build_kind(other) != kind
+    times = builder_module.BuildTimes(30.0)
+    for _ in range(builder_module.MIN_BUILDS_SEEN):
+        times.record(kind, 0.1)
+    assert times.limit_for({kind}) == builder_module.SLOW_BUILD_FLOOR_S
+    assert times.limit_for({builder_module.build_kind(other)}) == 30.0
+
+
 def test_only_cpu_builds_are_stopped_early() -> None:
     """A GPU build's time is mostly the CUDA compiler's: it keeps its fixed timeout."""
     cpu = make_builder(TuneSettings(), host_target())

@@ -58,10 +58,11 @@ def _build_in_worker(args: tuple) -> tuple[str, float]:
 
 
 def build_kind(mod: tvm.IRModule) -> str:
-    """What a task's candidates share: their function's argument shapes and types."""
+    """What a task's candidates share: their function's argument shapes and types (each
+    parameter's buffer type)."""
     func = next(iter(mod.functions.values()))
-    buffers = getattr(func, "buffer_map", {})
-    return repr([(tuple(str(d) for d in b.shape), str(b.dtype)) for b in buffers.values()])
+    types = [param.ty for param in func.params]
+    return repr([(tuple(str(d) for d in ty.shape), str(ty.dtype)) for ty in types if hasattr(ty, "shape")])
 
 
 class BuildTimes:
