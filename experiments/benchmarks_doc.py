@@ -882,8 +882,8 @@ def time_goes_section(results: list[Result]) -> list[str]:
             f"- ResNet-18 ({RESNET18_GFLOP} GFLOP a run, `bcd inspect`) runs end to end at {gflops:.0f} GFLOP/s.",
             "  A Zen 4 core does 32 float32 FLOP a cycle (two 256-bit FMA pipes), so two at 3.5-3.7 GHz peak at",
             "  224-237 GFLOP/s: its convolutions run at the machine's peak, as onnxruntime's direct NCHWc ones",
-            "  do, and neither pulls ahead by more than the noise. Only fewer FLOPs (Winograd for the 3x3",
-            "  convolutions, which bcd does not have) would.",
+            "  do, and neither pulls ahead by more than the noise. Only fewer FLOPs would: Winograd for the",
+            "  3x3 convolutions, which bcd now measures as a third layout (docs/design.md), after these runs.",
         ]
     lines += [
         f"- The slowest run of each model read {span(slow)}x the quietest end to end, while the same",
