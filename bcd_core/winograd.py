@@ -67,69 +67,109 @@ def _input_matrix() -> np.ndarray:
     return np.asarray(b_matrix, dtype=np.float64)
 
 
-def _transformed(tiles: te.Tensor, matrix: np.ndarray, row: int, column: int, p: Any, c: Any) -> Any:
-    """(M^T X M)[row, column] of the tile X = tiles[:, :, p, c], its nonzero terms written out:
-    about half of F(4x4, 3x3)'s 36 terms per transformed value are zero, and a coefficient of
-    one needs no multiplication."""
+def _combination(values: list[Any], coefficients: np.ndarray) -> Any:
+    """sum(values[k] x coefficients[k]), its nonzero terms only: a zero coefficient drops the
+    term and a coefficient of one needs no multiplication."""
     total = None
-    for a in range(matrix.shape[0]):
-        for b in range(matrix.shape[0]):
-            coefficient = float(matrix[a, row] * matrix[b, column])
-            if coefficient == 0.0:
-                continue
-            value = tiles[tirx.const(a, str(p.ty)), tirx.const(b, str(p.ty)), p, c]  # index types alike
-            term = value if coefficient == 1.0 else value * tirx.const(coefficient, "float32")
-            total = term if total is None else total + term
+    for value, coefficient in zip(values, coefficients, strict=True):
+        if coefficient == 0.0:
+            continue
+        term = value if coefficient == 1.0 else value * tirx.const(float(coefficient), "float32")
+        total = term if total is None else total + term
     return total if total is not None else tirx.const(0.0, "float32")
 
 
+def _chosen_by(index: Any, choices: list[Any]) -> Any:
+    """choices[index] for a loop index that the schedule unrolls: a Select chain that folds to
+    one choice in each unrolled copy."""
+    chosen = choices[-1]
+    for position in reversed(range(len(choices) - 1)):
+        chosen = tirx.Select(index == position, choices[position], chosen)
+    return chosen
+
+
 def input_transform(tiles: te.Tensor) -> te.Tensor:
-    """B^T X B for every tile X = tiles[:, :, p, c]: [6, 6, P, C], channels innermost. Each of
-    the 6x6 values is its own expression, chosen by the value's position: once the schedule rule
-    unrolls those two loops, each copy keeps only its own sum of constant-coefficient terms,
-    where a reduction over the matrix entries (TOPI's form) leaves the build thousands of
-    Select chains on the loop indices to fold."""
+    """B^T X B for every tile X = tiles[:, :, p, c]: [6, 6, P, C], channels innermost, in two
+    passes (B^T X, then (B^T X) B) of six sums of at most five terms each. Each sum is written
+    out with its constant coefficients, chosen by the transformed row or column, so that once
+    the schedule rule unrolls the loops each copy keeps only its own terms: a reduction over
+    the matrix's entries (TOPI's form) leaves the build thousands of Selects on the loop
+    indices to fold, and the transform written out whole (36 sums of up to 25 terms) makes
+    every feature extraction of the tuner simplify hundreds of terms."""
     _, _, count, channels = (int(d) for d in tiles.shape)
     matrix = _input_matrix()
     size = matrix.shape[1]
 
-    def value(i: Any, j: Any, p: Any, c: Any) -> Any:
-        chosen = _transformed(tiles, matrix, size - 1, size - 1, p, c)
-        for row in reversed(range(size)):
-            for column in reversed(range(size)):
-                if (row, column) != (size - 1, size - 1):
-                    here = tirx.all(i == row, j == column)
-                    chosen = tirx.Select(here, _transformed(tiles, matrix, row, column, p, c), chosen)
-        return chosen
+    def rows_value(eps: Any, column: Any, p: Any, c: Any) -> Any:
+        values = [tiles[tirx.const(r, str(p.ty)), column, p, c] for r in range(size)]
+        return _chosen_by(eps, [_combination(values, matrix[:, k]) for k in range(size)])
+
+    rows = te.compute((size, size, count, channels), rows_value, name="data_pack_rows", attrs={"schedule_rule": "None"})
+
+    def value(eps: Any, nu: Any, p: Any, c: Any) -> Any:
+        values = [rows[eps, tirx.const(column, str(p.ty)), p, c] for column in range(size)]
+        return _chosen_by(nu, [_combination(values, matrix[:, k]) for k in range(size)])
 
     attrs = {"schedule_rule": DATA_PACK_RULE}
     return te.compute((size, size, count, channels), value, name="data_pack", attrs=attrs)
 
 
-def nonzero_term(value: Any, coefficient: Any) -> Any:
-    """value x coefficient, or -0.0 where the coefficient is zero: once the loops are unrolled
-    the coefficient is a constant, and a zero term then adds -0.0, which LLVM drops (x + -0.0 is
-    x in IEEE arithmetic), where x * 0.0 must stay (it is NaN for an infinite x)."""
-    return tirx.Select(coefficient != 0.0, value * coefficient, tirx.const(-0.0, "float32"))
+def _output_matrix() -> np.ndarray:
+    """F(4x4, 3x3)'s output transform matrix A (6x4), as TOPI's Winograd computes it."""
+    a_matrix, _, _ = _cook_toom_convolution(_interpolation_points(ALPHA), TILE, 3)
+    return np.asarray(a_matrix, dtype=np.float64)
+
+
+def _entry(matrix: np.ndarray, row: Any, column: Any) -> Any:
+    """matrix[row, column] for loop indices the schedule unrolls: Selects on one index each,
+    which the analyzer handles in a few steps where TOPI's `const_matrix` (one Select per
+    entry, on both indices modulo the shape) costs every simplification of the tuner's
+    feature extraction a chain of dozens of compound conditions."""
+    values = [[tirx.const(float(v), "float32") for v in line] for line in matrix]
+    return _chosen_by(row, [_chosen_by(column, line) for line in values])
+
+
+def _is_nonzero(matrix: np.ndarray, row: Any, column: Any) -> Any:
+    """Whether matrix[row, column] is nonzero, as a condition on the indices."""
+    condition = tirx.const(True, "bool")
+    for index, line in enumerate(matrix):
+        if np.all(line != 0.0):
+            continue
+        nonzero_here = [column == k for k in np.flatnonzero(line)]
+        allowed = tirx.any(*nonzero_here) if len(nonzero_here) > 1 else nonzero_here[0] if nonzero_here else None
+        outside = row != index
+        condition = tirx.all(condition, outside if allowed is None else tirx.any(outside, allowed))
+    return condition
 
 
 def output_transform(tiles: te.Tensor) -> te.Tensor:
-    """A^T X A for every tile X = tiles[:, :, p, c]: [4, 4, P, C], as a reduction over X's 6x6
-    values. Not written out as the input transform is: MetaSchedule's multi-level tiling of the
-    GEMM that X comes from fails on a consumer that reads X at constant positions."""
+    """A^T X A for every tile X = tiles[:, :, p, c]: [4, 4, P, C], in two passes as the input
+    transform. The first (A^T X) is a reduction over X's rows, not written out as the input
+    transform is: MetaSchedule's multi-level tiling of the GEMM that X comes from fails on a
+    consumer that reads X at constant positions. A term whose coefficient is zero adds -0.0,
+    which LLVM drops once the loops are unrolled (x + -0.0 is x in IEEE arithmetic), where
+    x * 0.0 must stay (it is NaN for an infinite x)."""
     _, _, count, channels = (int(d) for d in tiles.shape)
-    a_matrix, _, _ = winograd_transform_matrices(TILE, 3, "float32")
-    r_a, r_b = te.reduce_axis((0, ALPHA), "r_a"), te.reduce_axis((0, ALPHA), "r_b")
+    a_matrix = _output_matrix()
+    r_a = te.reduce_axis((0, ALPHA), "r_a")
 
-    def term(i: Any, j: Any, p: Any, c: Any) -> Any:
-        return nonzero_term(tiles[r_a, r_b, p, c], a_matrix[r_a, i] * a_matrix[r_b, j])
+    def term(i: Any, b: Any, p: Any, c: Any) -> Any:
+        coefficient = _entry(a_matrix, r_a, i)
+        nonzero = _is_nonzero(a_matrix, r_a, i)
+        return tirx.Select(nonzero, tiles[r_a, b, p, c] * coefficient, tirx.const(-0.0, "float32"))
 
-    return te.compute(
-        (TILE, TILE, count, channels),
-        lambda i, j, p, c: te.sum(term(i, j, p, c), axis=[r_a, r_b]),
-        name="inverse",
-        attrs={"schedule_rule": INVERSE_RULE},
+    rows = te.compute(
+        (TILE, ALPHA, count, channels),
+        lambda i, b, p, c: te.sum(term(i, b, p, c), axis=[r_a]),
+        name="inverse_rows",
+        attrs={"schedule_rule": "None"},
     )
+
+    def value(i: Any, j: Any, p: Any, c: Any) -> Any:
+        values = [rows[i, tirx.const(b, str(p.ty)), p, c] for b in range(ALPHA)]
+        return _chosen_by(j, [_combination(values, a_matrix[:, k]) for k in range(TILE)])
+
+    return te.compute((TILE, TILE, count, channels), value, name="inverse", attrs={"schedule_rule": INVERSE_RULE})
 
 
 def conv2d_winograd_nchwc(data: te.Tensor, packed: te.Tensor, padding: list, out_block: int) -> te.Tensor:
@@ -195,10 +235,18 @@ def _tile_unroll_vectorize(sch: Any, block: Any) -> Any:
 
 
 def _data_pack_rule(sch: Any, data_pack: Any) -> list[Any]:
-    """Each tile's 6x6 inputs for a vector of channels gathered (vectorized) where transformed."""
-    input_tile = _only_producer(sch, data_pack)
+    """Each tile's 6x6 inputs for a vector of channels gathered (vectorized) and transformed
+    in registers, both passes unrolled."""
+    rows = _only_producer(sch, data_pack)
+    input_tile = _only_producer(sch, rows)
     data_pad = _only_producer(sch, input_tile)
     tile_loop = _tile_unroll_vectorize(sch, data_pack)
+    sch.compute_at(rows, tile_loop, preserve_unit_loops=True)
+    sch.set_scope(rows, 0, "local")
+    eps, column, _, channel = sch.get_loops(rows)[-4:]
+    sch.unroll(eps)
+    sch.unroll(column)
+    sch.vectorize(channel)
     sch.compute_at(input_tile, tile_loop, preserve_unit_loops=True)
     sch.set_scope(input_tile, 0, "local")
     sch.compute_inline(data_pad)
@@ -207,11 +255,16 @@ def _data_pack_rule(sch: Any, data_pack: Any) -> list[Any]:
 
 
 def _inverse_rule(sch: Any, inverse: Any) -> list[Any]:
-    """A inlined (its Selects on the loop indices fold once the loops are unrolled)."""
-    for producer in sch.get_producers(inverse):
-        if sch.get(producer).name_hint == "A":
-            sch.compute_inline(producer)
-    _tile_unroll_vectorize(sch, inverse)
+    """Both passes unrolled, the first in registers (its coefficients fold once unrolled)."""
+    rows = _only_producer(sch, inverse)
+    tile_loop = _tile_unroll_vectorize(sch, inverse)
+    sch.compute_at(rows, tile_loop, preserve_unit_loops=True)
+    sch.set_scope(rows, 0, "local")
+    i, b, _, channel, r_a = sch.get_loops(rows)[-5:]
+    sch.reorder(i, b, r_a, channel)
+    for loop in (i, b, r_a):
+        sch.unroll(loop)
+    sch.vectorize(channel)
     return [sch]
 
 

@@ -44,9 +44,6 @@ IDENTITY_ADDED_LATER: dict[str, dict[str, Any]] = {
     STOCK: {"math": "exact", "cpu_cache": "warm", "kernel_threads": TVM_DEFAULT_THREADS, "conv_layout": "nchw"},
 }
 CPU_BUILDER_TIMEOUT_S = 10.0
-# Winograd's transforms are unrolled by design (bcd_core/winograd.py): their builds take seconds
-# alone and several times that while the other builds and the runner share the cores.
-WINOGRAD_BUILDER_TIMEOUT_S = 40.0
 LAYOUT_VARIABLE = "BCD_LAYOUT"
 
 
@@ -158,9 +155,7 @@ class TuneSettings:
     def builder_timeout_for(self, gpu: bool) -> float:
         if self.builder_timeout_s is not None:
             return self.builder_timeout_s
-        if gpu:
-            return GPU_BUILDER_TIMEOUT_S
-        return WINOGRAD_BUILDER_TIMEOUT_S if self.conv_layout == "winograd" else CPU_BUILDER_TIMEOUT_S
+        return GPU_BUILDER_TIMEOUT_S if gpu else CPU_BUILDER_TIMEOUT_S
 
     @property
     def batch_size(self) -> int:

@@ -80,15 +80,18 @@ def test_only_the_convolutions_winograd_fits_are_lowered_to_it(model_dir: Path, 
 
 def test_the_transforms_are_scheduled_by_their_rules(model_dir: Path) -> None:
     """TVM registers no Winograd rules for CPUs: without bcd's, MetaSchedule's generic rules
-    would leave the transforms unvectorized."""
+    would leave the transforms unvectorized, and their coefficients unfolded where the
+    transforms' positions are not unrolled."""
     target = host_target()
     model = models.convnet(model_dir / "winograd_rules.onnx", channels=(16, 32), size=8)
     tasks = extract_tasks(import_model(model, layout="winograd", target=target).relax_mod, target)
     task = next(t for t in tasks if "winograd" in t.name)
+    unrolled = {"input_tile": 0, "data_pack_rows": 2, "data_pack": 2, "inverse_rows": 3, "inverse": 2}
     for sketch in design_space(task.mod, target):
-        for block in ("data_pack", "inverse"):
-            innermost = sketch.get(sketch.get_loops(sketch.get_sblock(block))[-1])
-            assert innermost.kind == tvm.tirx.ForKind.VECTORIZED, f"{block} is not vectorized"
+        for block, positions in unrolled.items():
+            loops = [sketch.get(loop) for loop in sketch.get_loops(sketch.get_sblock(block))]
+            assert loops[-1].kind == tvm.tirx.ForKind.VECTORIZED, f"{block} is not vectorized"
+            assert sum(loop.kind == tvm.tirx.ForKind.UNROLLED for loop in loops) == positions, block
 
 
 @pytest.mark.slow
