@@ -55,6 +55,12 @@ def vector_block(target: Target) -> int:
     return 4
 
 
+def layout_block(target: Target, layout: str) -> int:
+    """The channel block `layout` runs convolutions in on `target`, as a layout choice records
+    it: 0 for NCHW."""
+    return vector_block(target) if is_blocked(layout) else 0
+
+
 def blocked_layout_name(target: Target) -> str:
     block = vector_block(target)
     return f"NCHW{block}c"

@@ -26,22 +26,31 @@ from tvm.topi.nn.winograd_util import _cook_toom_convolution, _interpolation_poi
 TILE = 4  # outputs per tile side: F(4x4, 3x3), 6x6 input tiles
 ALPHA = TILE + 2
 MIN_CHANNELS = 16  # below this, a GEMM over the channels is too short to repay the transforms
+# The transformed filters are four times the direct ones (6x6 against 3x3) and the GEMM uses
+# each of them once per tile: 2 FLOPs per tile for every 4 bytes. At batch 1 in a whole model
+# the filters come from memory, not the caches of a task timed alone, and below a few dozen
+# tiles (14x14 outputs have 16) the GEMM waits on them: measured on one 256-channel 14x14
+# convolution, Winograd ran 1.9x slower with its inputs flushed from the caches, where direct
+# convolutions and Winograd on 28x28 (49 tiles) and larger lost under 10 %.
+MIN_TILES = 32
 DATA_PACK_RULE, INVERSE_RULE = "bcd_winograd_data_pack", "bcd_winograd_inverse"
 PRIMFUNC_NAME = "conv2d_winograd_NCHWc"  # "NCHWc" marks a blocked convolution (layout_choice.py)
 
 
 def fits(call: Any) -> bool:
-    """Whether a blocked conv2d call is one Winograd F(4x4, 3x3) computes: 3x3, stride 1,
-    dilation 1, no groups, float32, at least MIN_CHANNELS channels in and out."""
-    attrs = call.attrs
-    data, kernel = call.args
+    """Whether a blocked conv2d call is one Winograd F(4x4, 3x3) computes and can repay: 3x3,
+    stride 1, dilation 1, no groups, float32, at least MIN_CHANNELS channels in and out and
+    MIN_TILES tiles of output."""
+    attrs, kernel = call.attrs, call.args[1]
     if attrs.groups != 1 or str(call.ty.dtype) != "float32" or len(str(attrs.data_layout)) <= 4:
         return False
     if [int(s) for s in attrs.strides] != [1, 1] or [int(d) for d in attrs.dilation] != [1, 1]:
         return False
     shape = [int(d) for d in kernel.ty.shape]  # [O/o, I/i, KH, KW, i, o]
     in_channels, out_channels = shape[1] * shape[4], shape[0] * shape[5]
-    return shape[2:4] == [3, 3] and min(in_channels, out_channels) >= MIN_CHANNELS
+    batch, _, out_h, out_w, _ = (int(d) for d in call.ty.shape)
+    tiles = batch * -(-out_h // TILE) * -(-out_w // TILE)
+    return shape[2:4] == [3, 3] and min(in_channels, out_channels) >= MIN_CHANNELS and tiles >= MIN_TILES
 
 
 def transformed_weight(kernel: te.Tensor) -> te.Tensor:

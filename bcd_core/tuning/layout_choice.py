@@ -27,7 +27,7 @@ from tvm.target import Target
 
 from bcd_core.errors import ModelLoadError
 from bcd_core.export import library_runner, target_device
-from bcd_core.layout import LayoutMode, is_blocked, vector_block
+from bcd_core.layout import LayoutMode, layout_block
 from bcd_core.model_import import file_sha256, import_model, random_inputs
 from bcd_core.records.measured import LayoutChoice, stored_choice
 from bcd_core.records.states import EventKind
@@ -201,7 +201,7 @@ def rival_cutoff(layout: str, seconds: dict[str, float | None]) -> ProbeCutoff |
 def unmeasured_choice(settings: TuneSettings, target: Target) -> LayoutChoice | None:
     """The layout when no measurement is needed: asked for, stock, or a GPU."""
     if settings.conv_layout != AUTO_LAYOUT:
-        block = vector_block(target) if is_blocked(settings.conv_layout) else 0
+        block = layout_block(target, settings.conv_layout)
         return LayoutChoice(settings.conv_layout, "as asked (--layout)", block)
     if settings.strategy == STOCK:
         return LayoutChoice(LayoutMode.PLAIN, "stock MetaSchedule tunes the model's own layout")
@@ -238,7 +238,7 @@ def earlier_choice(store: RecordStore, target: Target, settings: TuneSettings, m
     known = known_layout(store, model_hash, key, settings)
     if known is None:
         return None
-    block = vector_block(target) if is_blocked(known[0]) else 0
+    block = layout_block(target, known[0])
     return LayoutChoice(known[0], known[1], block)
 
 
@@ -328,7 +328,7 @@ def layout_without_probe(
     if resume_session_id is not None and existing:  # a resumed session keeps its layout, whatever was measured since
         with closing(RecordStore(db_path)) as store:
             layout = session_layout(store.session(resume_session_id))
-        block = vector_block(target) if is_blocked(layout) else 0
+        block = layout_block(target, layout)
         return LayoutChoice(layout, f"as session {resume_session_id}, resumed", block)
     choice = unmeasured_choice(settings, target)
     if choice is not None or not existing:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from tvm.target import Target
 
-from bcd_core.layout import LayoutMode, is_blocked, vector_block
+from bcd_core.layout import LayoutMode, layout_block
 from bcd_core.records.measured import LayoutChoice
 
 WIN_MARGIN = 0.05  # a blocked layout must make the compiled model this much faster to be chosen
@@ -62,7 +62,7 @@ def layout_verdict(target: Target, figures: ProbeFigures) -> LayoutChoice:
     return LayoutChoice(
         layout,
         _reason(seconds, layout, figures),
-        vector_block(target) if is_blocked(layout) else 0,
+        layout_block(target, layout),
         seconds.get(LayoutMode.PLAIN),
         seconds.get(LayoutMode.BLOCKED),
         figures.tasks,
