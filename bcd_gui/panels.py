@@ -255,7 +255,8 @@ class OverviewPanel(QWidget):
         timed = self.show_measured(snapshot)
         self.show_reference(reference_s, timed if timed is not None else estimate, measured=timed is not None)
         layout = snapshot.layout
-        self.values["layout"].setText("-" if layout is None else layout.describe())
+        self.values["layout"].setText("-" if layout is None else layout.summary())
+        self.values["layout"].setToolTip("" if layout is None else layout.describe())
         failed = f", {snapshot.failed_trials} failed" if snapshot.failed_trials else ""
         self.values["trials"].setText(f"{snapshot.trials_done} / {snapshot.trials_total}{failed}")
         status = "paused" if self.paused and s.get("status") == "running" else s.get("status")

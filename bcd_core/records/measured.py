@@ -29,8 +29,15 @@ class LayoutChoice:
     winograd_s: float | None = None  # where a convolution fits Winograd (bcd_core/winograd.py)
 
     def describe(self) -> str:
-        shown = f"{self.layout} (NCHW{self.block}c)" if self.block else self.layout
-        return f"{shown}: {self.reason}"
+        return f"{self.shown()}: {self.reason}"
+
+    def summary(self) -> str:
+        """The layout and how it was decided ("measured", "as asked (--layout)"), short enough
+        for a narrow panel: a measured reason names every probe's figures (describe)."""
+        return f"{self.shown()}, {self.reason.split(':', 1)[0]}"
+
+    def shown(self) -> str:
+        return f"{self.layout} (NCHW{self.block}c)" if self.block else self.layout
 
     def row(self, key: str, threads: int, model_hash: str) -> dict[str, Any]:
         fields = dataclasses.asdict(self)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from bcd_gui.panels import SessionsPanel
 
 
@@ -177,6 +179,26 @@ def test_a_session_stopped_by_a_rule_says_why(qtbot) -> None:
     qtbot.addWidget(overview)
     overview.show_snapshot(SessionSnapshot(session=row, tasks=[], clusters=[], timeline=[], metrics=[]), {})
     assert overview.values["session"].text() == "#1 bcd, stopped: time budget of 3 min spent"
+
+
+def test_the_overview_names_the_layout_and_keeps_the_probes_figures_for_its_tooltip(qtbot) -> None:
+    """A measured reason names three probes' figures: wrapped in the panel's narrow column it
+    would stand taller than the rest of the overview."""
+    from bcd_core.records.measured import LayoutChoice
+    from bcd_core.session_view import SessionSnapshot
+    from bcd_gui.panels import OverviewPanel
+
+    reason = "measured: a round of up to 4 trials a task, ran 0.122 ms blocked with Winograd, 0.0879 ms blocked"
+    choice = LayoutChoice("blocked", reason, block=8, nchw_s=0.3, blocked_s=0.09, winograd_s=0.12)
+    overview = OverviewPanel()
+    qtbot.addWidget(overview)
+    snapshot = SessionSnapshot(session=session_row(1, "completed"), tasks=[], clusters=[], timeline=[], metrics=[])
+    overview.show_snapshot(dataclasses.replace(snapshot, layout=choice), {})
+    assert overview.values["layout"].text() == "blocked (NCHW8c), measured"
+    assert overview.values["layout"].toolTip() == f"blocked (NCHW8c): {reason}"
+    asked = LayoutChoice("nchw", "as asked (--layout)")
+    overview.show_snapshot(dataclasses.replace(snapshot, layout=asked), {})
+    assert overview.values["layout"].text() == "nchw, as asked (--layout)"
 
 
 def test_the_sessions_list_tells_a_layout_probe_and_the_tune_that_went_on_from_one(qtbot) -> None:
