@@ -80,7 +80,11 @@ def _reason(seconds: dict[str, float], layout: str, figures: ProbeFigures) -> st
     )
     for each, why in figures.cut.items():
         text += f"; the {WORDS[each].removeprefix('in ')} probe ended early, {why}"
-    runner_up = min((s for each, s in seconds.items() if each not in (layout, *figures.cut)), default=None)
-    if layout == LayoutMode.PLAIN or runner_up is None:
+    others = {each: s for each, s in seconds.items() if each not in (layout, *figures.cut)}
+    chosen = WORDS[layout].removeprefix("in ")
+    if others and min(others.values()) < seconds[layout]:  # a faster layout short of its margin
+        faster = WORDS[min(others, key=others.__getitem__)]
+        return f"{text}: {chosen}, since {faster} was faster by less than {WIN_MARGIN:.0%}"
+    if layout == LayoutMode.PLAIN or not others:
         return f"{text}: none other {WIN_MARGIN:.0%} faster"
-    return f"{text}: {WORDS[layout].removeprefix('in ')}, {runner_up / seconds[layout]:.2f}x as fast as the next"
+    return f"{text}: {chosen}, {min(others.values()) / seconds[layout]:.2f}x as fast as the next"
