@@ -27,11 +27,11 @@ TILE = 4  # outputs per tile side: F(4x4, 3x3), 6x6 input tiles
 ALPHA = TILE + 2
 MIN_CHANNELS = 16  # below this, a GEMM over the channels is too short to repay the transforms
 # The transformed filters are four times the direct ones (6x6 against 3x3) and the GEMM uses
-# each of them once per tile: 2 FLOPs per tile for every 4 bytes. At batch 1 in a whole model
-# the filters come from memory, not the caches of a task timed alone, and below a few dozen
-# tiles (14x14 outputs have 16) the GEMM waits on them: measured on one 256-channel 14x14
-# convolution, Winograd ran 1.9x slower with its inputs flushed from the caches, where direct
-# convolutions and Winograd on 28x28 (49 tiles) and larger lost under 10 %.
+# each of them once per tile: 2 FLOPs per tile for every 4 bytes, where a direct convolution
+# uses each filter value once per output pixel. At batch 1 in a whole model the filters come
+# from memory, not the caches of a task timed alone, and below a few dozen tiles (14x14
+# outputs have 16) the GEMM waits on them: its tuned time is then not what the model gets
+# (docs/design.md, "Convolution layouts").
 MIN_TILES = 32
 DATA_PACK_RULE, INVERSE_RULE = "bcd_winograd_data_pack", "bcd_winograd_inverse"
 PRIMFUNC_NAME = "conv2d_winograd_NCHWc"  # "NCHWc" marks a blocked convolution (layout_choice.py)
