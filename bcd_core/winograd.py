@@ -69,11 +69,10 @@ def transformed_weight(kernel: te.Tensor) -> te.Tensor:
     )
 
 
-def _input_matrix() -> np.ndarray:
-    """F(4x4, 3x3)'s input transform matrix B (6x6), as TOPI's Winograd computes it (Cook-Toom
-    on its interpolation points)."""
-    _, b_matrix, _ = _cook_toom_convolution(_interpolation_points(ALPHA), TILE, 3)
-    return np.asarray(b_matrix, dtype=np.float64)
+def _transform_matrix(which: int) -> np.ndarray:
+    """F(4x4, 3x3)'s output (0: A, 6x4) or input (1: B, 6x6) transform matrix, as TOPI's
+    Winograd computes them (Cook-Toom on its interpolation points)."""
+    return np.asarray(_cook_toom_convolution(_interpolation_points(ALPHA), TILE, 3)[which], dtype=np.float64)
 
 
 def _combination(values: list[Any], coefficients: np.ndarray) -> Any:
@@ -106,7 +105,7 @@ def input_transform(tiles: te.Tensor) -> te.Tensor:
     indices to fold, and the transform written out whole (36 sums of up to 25 terms) makes
     every feature extraction of the tuner simplify hundreds of terms."""
     _, _, count, channels = (int(d) for d in tiles.shape)
-    matrix = _input_matrix()
+    matrix = _transform_matrix(1)
     size = matrix.shape[1]
 
     def rows_value(eps: Any, column: Any, p: Any, c: Any) -> Any:
@@ -121,12 +120,6 @@ def input_transform(tiles: te.Tensor) -> te.Tensor:
 
     attrs = {"schedule_rule": DATA_PACK_RULE}
     return te.compute((size, size, count, channels), value, name="data_pack", attrs=attrs)
-
-
-def _output_matrix() -> np.ndarray:
-    """F(4x4, 3x3)'s output transform matrix A (6x4), as TOPI's Winograd computes it."""
-    a_matrix, _, _ = _cook_toom_convolution(_interpolation_points(ALPHA), TILE, 3)
-    return np.asarray(a_matrix, dtype=np.float64)
 
 
 def _entry(matrix: np.ndarray, row: Any, column: Any) -> Any:
@@ -144,10 +137,9 @@ def _is_nonzero(matrix: np.ndarray, row: Any, column: Any) -> Any:
     for index, line in enumerate(matrix):
         if np.all(line != 0.0):
             continue
-        nonzero_here = [column == k for k in np.flatnonzero(line)]
-        allowed = tirx.any(*nonzero_here) if len(nonzero_here) > 1 else nonzero_here[0] if nonzero_here else None
+        allowed = [column == k for k in np.flatnonzero(line)]  # tirx.any of one is that one
         outside = row != index
-        condition = tirx.all(condition, outside if allowed is None else tirx.any(outside, allowed))
+        condition = tirx.all(condition, tirx.any(outside, tirx.any(*allowed)) if allowed else outside)
     return condition
 
 
@@ -159,7 +151,7 @@ def output_transform(tiles: te.Tensor) -> te.Tensor:
     which LLVM drops once the loops are unrolled (x + -0.0 is x in IEEE arithmetic), where
     x * 0.0 must stay (it is NaN for an infinite x)."""
     _, _, count, channels = (int(d) for d in tiles.shape)
-    a_matrix = _output_matrix()
+    a_matrix = _transform_matrix(0)
     r_a = te.reduce_axis((0, ALPHA), "r_a")
 
     def term(i: Any, b: Any, p: Any, c: Any) -> Any:
@@ -243,6 +235,13 @@ def _tile_unroll_vectorize(sch: Any, block: Any) -> Any:
     return tile_inner
 
 
+def _in_registers(sch: Any, block: Any, tile_loop: Any) -> list[Any]:
+    """A transform's first pass computed per tile in a local buffer; returns its loops."""
+    sch.compute_at(block, tile_loop, preserve_unit_loops=True)
+    sch.set_scope(block, 0, "local")
+    return sch.get_loops(block)
+
+
 def _data_pack_rule(sch: Any, data_pack: Any) -> list[Any]:
     """Each tile's 6x6 inputs for a vector of channels gathered (vectorized) and transformed
     in registers, both passes unrolled."""
@@ -250,9 +249,7 @@ def _data_pack_rule(sch: Any, data_pack: Any) -> list[Any]:
     input_tile = _only_producer(sch, rows)
     data_pad = _only_producer(sch, input_tile)
     tile_loop = _tile_unroll_vectorize(sch, data_pack)
-    sch.compute_at(rows, tile_loop, preserve_unit_loops=True)
-    sch.set_scope(rows, 0, "local")
-    eps, column, _, channel = sch.get_loops(rows)[-4:]
+    eps, column, _, channel = _in_registers(sch, rows, tile_loop)[-4:]
     sch.unroll(eps)
     sch.unroll(column)
     sch.vectorize(channel)
@@ -266,10 +263,7 @@ def _data_pack_rule(sch: Any, data_pack: Any) -> list[Any]:
 def _inverse_rule(sch: Any, inverse: Any) -> list[Any]:
     """Both passes unrolled, the first in registers (its coefficients fold once unrolled)."""
     rows = _only_producer(sch, inverse)
-    tile_loop = _tile_unroll_vectorize(sch, inverse)
-    sch.compute_at(rows, tile_loop, preserve_unit_loops=True)
-    sch.set_scope(rows, 0, "local")
-    i, b, _, channel, r_a = sch.get_loops(rows)[-5:]
+    i, b, _, channel, r_a = _in_registers(sch, rows, _tile_unroll_vectorize(sch, inverse))[-5:]
     sch.reorder(i, b, r_a, channel)
     for loop in (i, b, r_a):
         sch.unroll(loop)
