@@ -111,3 +111,23 @@ def test_register_tiled_programs_build_for_avx512(model_dir: Path) -> None:
         for postproc in context.space_generator.postprocs:
             assert postproc.apply(tiled), (task.name, postproc)
         tvm.compile(tiled.mod, target=avx512)
+
+
+def test_the_register_tile_writes_the_padded_input_before_it(mobile_cnn: Path) -> None:
+    """The padding's place is not sampled in the tile's sketch: it stays a loop nest of its own,
+    outside every loop of the convolution, while MetaSchedule's sketches still place it."""
+    padded = [
+        t for t in tasks_in(mobile_cnn, LayoutMode.BLOCKED) if "conv2d_NCHWc" in t.name and "data_pad" in t.mod.script()
+    ]
+    assert any("depthwise" in t.name for t in padded) and any("depthwise" not in t.name for t in padded)
+    for task in padded:
+        sketches = design_space(task.mod, TARGET)
+        (tiled,) = [s for s in sketches if is_register_tiled(s.trace)]
+        assert not [i for i in tiled.trace.insts if i.kind.name == "SampleComputeLocation"], task.name
+        assert all(
+            [i for i in s.trace.insts if i.kind.name == "SampleComputeLocation"] for s in sketches if s is not tiled
+        ), task.name
+        name = ("depthwise_" if "depthwise" in task.name else "") + "conv2d_NCHWc"
+        convolution_loops = {tiled.get(loop) for loop in tiled.get_loops(tiled.get_sblock(name))}
+        pad_loops = [tiled.get(loop) for loop in tiled.get_loops(tiled.get_sblock("data_pad"))]
+        assert pad_loops and not convolution_loops.intersection(pad_loops), task.name
