@@ -10,10 +10,10 @@ import pytest
 import tvm
 from tvm.s_tir import meta_schedule as ms
 
-from bcd_core.design_space import is_register_tiled, space_generator
+from bcd_core.design_space import TILE_COLUMNS, is_register_tiled, space_generator
 from bcd_core.layout import LayoutMode
 from bcd_core.model_import import import_model
-from bcd_core.programs import serial_twin
+from bcd_core.programs import postprocess, serial_twin
 from bcd_core.target import host_target
 from bcd_core.tasks import Task, design_space, extract_tasks, sketch_signature
 from bcd_core.untuned import standard_normal_arguments
@@ -131,3 +131,59 @@ def test_the_register_tile_writes_the_padded_input_before_it(mobile_cnn: Path) -
         convolution_loops = {tiled.get(loop) for loop in tiled.get_loops(tiled.get_sblock(name))}
         pad_loops = [tiled.get(loop) for loop in tiled.get_loops(tiled.get_sblock("data_pad"))]
         assert pad_loops and not convolution_loops.intersection(pad_loops), task.name
+
+
+def test_every_column_count_computes_the_convolution(mobile_cnn: Path) -> None:
+    """Column counts that do not divide the row (its last tile the remainder) give the
+    unscheduled program's output, for a convolution and a depthwise one."""
+    tasks = [t for t in tasks_in(mobile_cnn, LayoutMode.BLOCKED) if "conv2d_NCHWc" in t.name]
+    chosen = [next(t for t in tasks if "depthwise" in t.name), max(tasks, key=lambda t: t.flops)]
+    for task in chosen:
+        context = ms.TuneContext(mod=task.mod, target=TARGET, space_generator=space_generator(task.mod, TARGET))
+        (sketch,) = [s for s in context.generate_design_space() if is_register_tiled(s.trace)]
+        (columns,) = [i for i in sketch.trace.insts if i.kind.name == "SampleCategorical" and len(i.attrs[0]) > 4]
+        width = task.shapes[-1][3]
+        counts = [count for count in TILE_COLUMNS if count <= width]
+        assert any(width % count for count in counts), task.name
+        expected = run(tvm.compile(task.mod, target=TARGET).mod, task)
+        for index, count in enumerate(counts):
+            program = tvm.s_tir.Schedule(task.mod)
+            sketch.trace.with_decision(columns, index, remove_postproc=True).apply_to_schedule(program, False)
+            assert postprocess(program, context.space_generator.postprocs), (task.name, count)
+            got = run(tvm.compile(program.mod, target=TARGET).mod, task)
+            np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4, err_msg=f"{task.name}: {count} columns")
+
+
+def test_the_search_mutates_a_register_tiles_column_count(mobile_cnn: Path) -> None:
+    """MetaSchedule's mutators leave a choice from a list alone; bcd's varies the column count of
+    a register-tiled program, only among counts that fit the row, and leaves others unmutated."""
+    tasks = [t for t in tasks_in(mobile_cnn, LayoutMode.BLOCKED) if "conv2d_NCHWc" in t.name]
+    task = max(tasks, key=lambda t: t.flops)
+    context = ms.TuneContext(mod=task.mod, target=TARGET, space_generator=space_generator(task.mod, TARGET))
+    (mutator,) = added_mutators(context.space_generator, task)
+    sketches = context.generate_design_space()
+    (tiled,) = [s.trace for s in sketches if is_register_tiled(s.trace)]
+    (columns,) = [i for i in tiled.insts if i.kind.name == "SampleCategorical" and len(i.attrs[0]) > 4]
+    width = task.shapes[-1][3]
+    seen = set()
+    for _ in range(40):
+        mutated = mutator.apply(tiled)
+        assert mutated is not None
+        seen.add(TILE_COLUMNS[int(mutated.decisions[columns])])
+    assert TILE_COLUMNS[int(tiled.decisions[columns])] not in seen
+    assert len(seen) > 2 and max(seen) <= width
+    assert all(mutator.apply(s.trace) is None for s in sketches if not is_register_tiled(s.trace))
+    plain = [t for t in tasks_in(mobile_cnn, LayoutMode.PLAIN) if "conv2d" in t.name][0]
+    assert not added_mutators(space_generator(plain.mod, TARGET), plain)
+
+
+def added_mutators(generator: ms.space_generator.PostOrderApply, task: Task) -> list[ms.Mutator]:
+    """The generator's mutators that MetaSchedule's own space for the task lacks (bcd's comes back
+    from TVM as a plain Python mutator, not as its class)."""
+    stock = {
+        type(m)
+        for m in ms.TuneContext(
+            mod=task.mod, target=TARGET, space_generator="post-order-apply"
+        ).space_generator.mutator_probs
+    }
+    return [m for m in generator.mutator_probs if type(m) not in stock]
