@@ -8,8 +8,8 @@ and a cost model trained on a few dozen measurements seldom reach within the bud
 its two free choices sampled (how many output columns and channel blocks stay in registers), so
 the evolutionary search, the cost model and diffusion treat it as any other sketch and the
 measurements decide between them. The channel blocks are a tile size, which MetaSchedule's
-mutator varies; the columns are a choice from a list, which its mutators leave alone, so a new
-column count comes from the search's fresh random programs. Blocks the tile does not fit, and
+mutator varies; the columns are a choice from a list, which MetaSchedule's mutators leave alone,
+so `MutateTileColumns` varies them. Blocks the tile does not fit, and
 every task outside the blocked layout, keep exactly MetaSchedule's space.
 """
 
@@ -31,8 +31,8 @@ from tvm.target import Target
 # split off as a loop of its own (MLAS's kernels do the same). With only divisors, a 7-wide row
 # offers 1 or 7 columns and a 14-wide one 1, 2, 7 or 14, where 3 or 4 columns of 4 or 2 channel
 # blocks fit the registers best; on AVX2 such tiles ran 1.15-1.35x faster than the best divisor
-# tile timed beside them at 28x28, 14x14 and 7x7. One list for every task keeps a decision's meaning when diffusion
-# or the memory carries it to another task.
+# tile timed beside them at 28x28, 14x14 and 7x7. One list for every task keeps a decision's
+# meaning when diffusion or the memory carries it to another task.
 TILE_COLUMNS = (1, 2, 3, 4, 5, 6, 7, 8, 12, 16)
 MAX_TILE_CHANNEL_BLOCKS = 4
 _SPATIAL, _REDUCE = 0, 2
