@@ -146,7 +146,8 @@ class RegisterTiledConvolution(PyScheduleRule):
         return [sch, tiled]
 
 
-def _is_column_choice(inst: tvm.s_tir.Instruction) -> bool:
+def is_column_choice(inst: tvm.s_tir.Instruction) -> bool:
+    """Whether a trace's instruction samples a register tile's column count."""
     return inst.kind.name == "SampleCategorical" and tuple(int(c) for c in inst.attrs[0]) == TILE_COLUMNS
 
 
@@ -166,7 +167,7 @@ class MutateTileColumns(PyMutator):
         return MutateTileColumns(self._random.randrange(2**31))
 
     def apply(self, trace: tvm.s_tir.Trace, _: Any) -> tvm.s_tir.Trace | None:
-        choices = [inst for inst in trace.insts if _is_column_choice(inst)]
+        choices = [inst for inst in trace.insts if is_column_choice(inst)]
         if not choices:
             return None
         inst = self._random.choice(choices)

@@ -31,18 +31,16 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from winograd_probe import conv_model  # noqa: E402
 
-from bcd_core.design_space import TILE_COLUMNS, is_register_tiled, space_generator  # noqa: E402
+from bcd_core.design_space import TILE_COLUMNS, is_column_choice, is_register_tiled, space_generator  # noqa: E402
 from bcd_core.programs import postprocess  # noqa: E402
 from bcd_core.target import host_target  # noqa: E402
 from bcd_core.tuning.run import prepare_model  # noqa: E402
 
 
-def decided(trace: tvm.s_tir.Trace, kind: str, columns: bool) -> tvm.s_tir.Instruction:
-    """The trace's column choice (columns=True), its unroll choice, or its channel-block tile."""
-    found = [i for i in trace.insts if i.kind.name == kind]
-    if kind == "SampleCategorical":
-        found = [i for i in found if (len(i.attrs[0]) == len(TILE_COLUMNS)) == columns]
-    return found[0]
+def decided(trace: tvm.s_tir.Trace, kind: str) -> tvm.s_tir.Instruction:
+    """The trace's first sampling of `kind` other than the column count: its channel-block tile
+    (SamplePerfectTile) or its unroll depth (SampleCategorical)."""
+    return next(i for i in trace.insts if i.kind.name == kind and not is_column_choice(i))
 
 
 def time_program(mod: tvm.IRModule, target: tvm.target.Target, arguments: list[np.ndarray]) -> tuple[float, np.ndarray]:
@@ -88,11 +86,9 @@ def sweep(shape: str, out: Path, blocks: list[int], unroll: list[int]) -> None:
     results = []
     columns = [i for i, count in enumerate(TILE_COLUMNS) if count <= size]
     for column, block, depth in itertools.product(columns, [b for b in blocks if chunks % b == 0], unroll):
-        program_trace = trace.with_decision(decided(trace, "SampleCategorical", True), column, True)
-        program_trace = program_trace.with_decision(
-            decided(trace, "SamplePerfectTile", False), [chunks // block, block], True
-        )
-        program_trace = program_trace.with_decision(decided(trace, "SampleCategorical", False), depth, True)
+        program_trace = trace.with_decision(next(i for i in trace.insts if is_column_choice(i)), column, True)
+        program_trace = program_trace.with_decision(decided(trace, "SamplePerfectTile"), [chunks // block, block], True)
+        program_trace = program_trace.with_decision(decided(trace, "SampleCategorical"), depth, True)
         program = tvm.s_tir.Schedule(task.mod)
         program_trace.apply_to_schedule(program, remove_postproc=True)
         if not postprocess(program, context.space_generator.postprocs):

@@ -10,7 +10,7 @@ import pytest
 import tvm
 from tvm.s_tir import meta_schedule as ms
 
-from bcd_core.design_space import TILE_COLUMNS, is_register_tiled, space_generator
+from bcd_core.design_space import TILE_COLUMNS, is_column_choice, is_register_tiled, space_generator
 from bcd_core.layout import LayoutMode
 from bcd_core.model_import import import_model
 from bcd_core.programs import postprocess, serial_twin
@@ -141,7 +141,7 @@ def test_every_column_count_computes_the_convolution(mobile_cnn: Path) -> None:
     for task in chosen:
         context = ms.TuneContext(mod=task.mod, target=TARGET, space_generator=space_generator(task.mod, TARGET))
         (sketch,) = [s for s in context.generate_design_space() if is_register_tiled(s.trace)]
-        (columns,) = [i for i in sketch.trace.insts if i.kind.name == "SampleCategorical" and len(i.attrs[0]) > 4]
+        (columns,) = [i for i in sketch.trace.insts if is_column_choice(i)]
         width = task.shapes[-1][3]
         counts = [count for count in TILE_COLUMNS if count <= width]
         assert any(width % count for count in counts), task.name
@@ -163,7 +163,7 @@ def test_the_search_mutates_a_register_tiles_column_count(mobile_cnn: Path) -> N
     (mutator,) = added_mutators(context.space_generator, task)
     sketches = context.generate_design_space()
     (tiled,) = [s.trace for s in sketches if is_register_tiled(s.trace)]
-    (columns,) = [i for i in tiled.insts if i.kind.name == "SampleCategorical" and len(i.attrs[0]) > 4]
+    (columns,) = [i for i in tiled.insts if is_column_choice(i)]
     width = task.shapes[-1][3]
     seen = set()
     for _ in range(40):
