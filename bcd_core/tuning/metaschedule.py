@@ -15,10 +15,9 @@ from bcd_core.tuning.run import RecordTrials, TuningRun, standard_callbacks
 
 
 def evolutionary_search(run: TuningRun, genetic_num_iters: int = 4) -> ms.search_strategy.EvolutionarySearch:
+    population, fresh = run.settings.search_population
     return ms.search_strategy.EvolutionarySearch(
-        population_size=run.settings.population_size,
-        init_min_unmeasured=run.settings.init_min_unmeasured,
-        genetic_num_iters=genetic_num_iters,
+        population_size=population, init_min_unmeasured=fresh, genetic_num_iters=genetic_num_iters
     )
 
 

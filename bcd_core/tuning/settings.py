@@ -55,6 +55,8 @@ def default_layout() -> str:
 
 
 GPU_BUILDER_TIMEOUT_S = 60.0
+MIN_POPULATION = 32
+POPULATION_PER_CANDIDATE = 8
 
 
 @dataclass
@@ -160,6 +162,17 @@ class TuneSettings:
     @property
     def batch_size(self) -> int:
         return min(self.trials_per_round, self.trials_per_task)
+
+    @property
+    def search_population(self) -> tuple[int, int]:
+        """The evolutionary search's population and its least number of fresh samples for rounds
+        of `trials_per_round`. An evolution costs about the same per member whatever a round
+        measures (45 ms a member on 2 cores, most of a small round's time), so a round of a few
+        candidates evolves 8 per candidate, as MetaSchedule's own defaults do (512 for rounds
+        of 64), and never fewer than 32; rounds of 16 or more keep the full `population_size`."""
+        population = min(self.population_size, max(MIN_POPULATION, POPULATION_PER_CANDIDATE * self.trials_per_round))
+        fresh = max(1, self.init_min_unmeasured * population // self.population_size)
+        return population, fresh
 
     def identity(self) -> dict[str, Any]:
         """What makes two runs 'the same session' (so a re-run resumes it): options.py's table,

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import fields
+from types import SimpleNamespace
 
 from bcd_core.cli import build_parser, settings_from_args
+from bcd_core.tuning.metaschedule import evolutionary_search
 from bcd_core.tuning.options import OPTIONS, SETTLED_IDENTITY, STRATEGIES, Level, flagged_options, identity_fields
 from bcd_core.tuning.settings import TuneSettings
 
@@ -102,3 +104,16 @@ def test_a_session_stored_before_an_identity_key_existed_is_still_continued(tmp_
         model_path="m.onnx", model_hash="h", target="{}", target_key="t", strategy="bcd", settings=today.identity()
     )
     assert find_session_to_continue(store, "h", "t", today)["id"] == newer
+
+
+def test_small_rounds_evolve_a_smaller_population_and_default_rounds_the_full_one() -> None:
+    """Both strategies' searches evolve 8 programs per candidate of a round, at least 32 and at
+    most the full population, whose share of fresh samples stays the same."""
+    full = TuneSettings()
+    assert full.search_population == (full.population_size, full.init_min_unmeasured)
+    assert TuneSettings(trials_per_round=64).search_population == full.search_population
+    for round_size, population in ((1, 32), (2, 32), (4, 32), (8, 64), (12, 96)):
+        settings = TuneSettings(trials_per_round=round_size)
+        search = evolutionary_search(SimpleNamespace(settings=settings))  # what stock and BCD build
+        assert (search.population_size, search.init_min_unmeasured) == settings.search_population
+        assert settings.search_population == (population, population // 4)

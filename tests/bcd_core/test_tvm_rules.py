@@ -20,7 +20,9 @@ if sys.argv[2] == "registered":
     from bcd_core.tvm_rules import register_pooling_fallbacks
     register_pooling_fallbacks()
 from bcd_core.model_import import fuse_for_tuning
+from bcd_core.tvm_speedups import load_tensor_intrinsics
 target = Target({"kind": "llvm", "num-cores": 1})
+load_tensor_intrinsics(target)  # as bcd does: TVM's own import parses every backend's, 40 s
 mod = fuse_for_tuning(from_onnx(onnx.load(sys.argv[1]), keep_params_in_input=False), target)
 for task in ms.relax_integration.extract_tasks(mod, target):
     context = ms.TuneContext(mod=task.dispatched[0], target=target, space_generator="post-order-apply",

@@ -226,7 +226,7 @@ class BcdPlan(ClusterSteering):
         run = self.run
         search = self.searches[task_index]
         seen = self.seen.setdefault(task_index, set())
-        population = self.settings.population_size
+        population, _ = self.settings.search_population
         if scores_are_random(python_model(run.cost_model)):
             return random_picks(search, count, population, seen, self.rng)
         return ranked_samples(run.contexts[task_index], search, self.score, count, population, seen, explore, self.rng)

@@ -4,9 +4,12 @@ tracker. Candidates are timed as stock MetaSchedule times them: calls repeated w
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import closing, contextmanager
 
+from tvm.ir.utils import derived_object
 from tvm.s_tir import meta_schedule as ms
 from tvm.target import Target
 
@@ -33,13 +36,37 @@ def evaluator_config(settings: TuneSettings) -> ms.runner.EvaluatorConfig:
     )
 
 
+@derived_object
+class StartingRunner(ms.runner.PyRunner):
+    """MetaSchedule's local runner, made while the first round is searched. Its constructor
+    waits for its worker process to import TVM (3 s on 2 cores, before every tune's first
+    search); here a thread makes it, and the first batch to run waits for it, or gets the error
+    that made it fail."""
+
+    def __init__(self, make: Callable[[], ms.runner.Runner]) -> None:
+        super().__init__()
+        self._made: Future = Future()
+        threading.Thread(target=self._make, args=(make,), name="bcd-runner-start", daemon=True).start()
+
+    def _make(self, make: Callable[[], ms.runner.Runner]) -> None:
+        try:
+            self._made.set_result(make())
+        except BaseException as error:  # noqa: BLE001 - handed to the first batch
+            self._made.set_exception(error)
+
+    def run(self, runner_inputs: list[ms.runner.RunnerInput]) -> list[ms.runner.RunnerFuture]:
+        return self._made.result().run(runner_inputs)
+
+
 def make_runner(settings: TuneSettings, target: Target) -> ms.runner.Runner:
     if settings.runner == "rpc":  # builds stay here; modules are timed on the tracker's servers
         return make_rpc_runner(settings, evaluator_config(settings))
-    return ms.runner.LocalRunner(
-        timeout_sec=settings.runner_timeout_s,
-        evaluator_config=evaluator_config(settings),
-        f_alloc_argument=local_arguments,
+    return StartingRunner(
+        lambda: ms.runner.LocalRunner(
+            timeout_sec=settings.runner_timeout_s,
+            evaluator_config=evaluator_config(settings),
+            f_alloc_argument=local_arguments,
+        )
     )
 
 
