@@ -81,11 +81,13 @@ def test_minutes_stop_the_tune_in_time_and_a_resume_spends_what_is_left(tmp_path
     again = subprocess.run([*command, "--minutes", "0.2"], capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "not tuned: time budget of 0.2 min spent" in again.stderr
     assert store.session(session["id"])["trials_done"] == trials, "no time left: nothing measured"
-    more = subprocess.run([*command, "--minutes", "0.4"], capture_output=True, text=True, timeout=300)
+    # Half a minute in all: the first session's last two batches include its first, which waited
+    # for the runner's worker to start, and the rule keeps two such batches back.
+    more = subprocess.run([*command, "--minutes", "0.5"], capture_output=True, text=True, timeout=300)
     assert more.returncode == 0, more.stderr
     resumed = store.session(session["id"])
     assert resumed["trials_done"] > trials, "the longer budget's time left was tuned"
-    assert elapsed < resumed["elapsed_s"] <= 24 + largest_gap(store, session["id"])
+    assert elapsed < resumed["elapsed_s"] <= 30 + largest_gap(store, session["id"])
     assert len(store.sessions()) == 1, "the same session each time"
 
 
