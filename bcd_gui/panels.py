@@ -238,7 +238,7 @@ class OverviewPanel(QWidget):
         self.values["tasks"].setText(str(len(tasks)))
         self.values["clusters"].setText(f"{len(snapshot.clusters)} ({multi} with members)")
         self.values["flops"].setText(format_flops(sum(t.flops * t.weight for t in tasks)))
-        self.values["untuned"].setText(self._untuned_text(tasks, untuned, untuned_total))
+        self._show_metric("untuned", self._untuned_text(tasks, untuned, untuned_total), untuned_total is not None)
         measured = sum(1 for t in tasks if t.best_s is not None)
         text = (
             format_latency(estimate)
@@ -247,7 +247,7 @@ class OverviewPanel(QWidget):
         )
         if estimate and untuned_total:
             text += f"  ({untuned_total / estimate:.1f}x faster)"
-        self.values["estimate"].setText(text)
+        self._show_metric("estimate", text, estimate is not None)
         skipped = f"{len(untuned_tasks)} skipped task(s) counted untuned: {', '.join(untuned_tasks)}"
         self.values["estimate"].setToolTip(skipped if untuned_tasks else "")
         if untuned_tasks:
@@ -267,6 +267,17 @@ class OverviewPanel(QWidget):
         memory = snapshot.memory
         self.values["memory"].setText("no earlier tune drawn on" if memory is None else memory.summary())
         self.values["memory"].setToolTip("" if memory is None else memory.describe())
+
+    def _show_metric(self, name: str, text: str, is_figure: bool) -> None:
+        """A latency in the metric font; a sentence saying what is still missing in the plain
+        one, as the other rows are (in the large font it read as a result)."""
+        label = self.values[name]
+        wanted = "metric" if is_figure else ""
+        if label.objectName() != wanted:
+            label.setObjectName(wanted)
+            label.style().unpolish(label)
+            label.style().polish(label)
+        label.setText(text)
 
     def _untuned_text(self, tasks: list[Any], untuned: dict[int, float], total: float | None) -> str:
         if total is not None:

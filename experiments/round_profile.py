@@ -77,7 +77,7 @@ def main() -> None:
     parser.add_argument("out")
     parser.add_argument("--trials-per-task", type=int, default=8)
     parser.add_argument("--trials-per-round", type=int, default=8)
-    parser.add_argument("--layout", default="nchw", choices=("nchw", "blocked"))
+    parser.add_argument("--layout", default="nchw", choices=("nchw", "blocked", "winograd"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--strategies", default="metaschedule,bcd", help="which tunes to profile, in order")
     args = parser.parse_args()

@@ -108,6 +108,12 @@ def probe_latency(store: RecordStore, run: TuningRun) -> float | None:
     return timed[-1]["measured_latency_s"] if timed else estimated_latency(run.tasks, model_best(run))
 
 
+def probe_bar(store: RecordStore, run: TuningRun) -> RivalBar | None:
+    """What a later probe's floor is held against: `rival_bar` of this probe's figures."""
+    timed = store.model_latencies(run.session_id)
+    return rival_bar(timed[-1]["measured_latency_s"] if timed else None, estimated_latency(run.tasks, model_best(run)))
+
+
 def probe_library(run: TuningRun, folder: Path) -> Path | None:
     """The probe's compiled model from the store's best records, kept to be timed beside the
     other probe's (a copy from the compiled cache where those are the records its milestone
@@ -166,11 +172,12 @@ def probe_layouts(
     turns: (the choice, the last probe's run); no choice when the user stopped a probe. A later
     probe ends early once it cannot beat the fastest before it (probe_cutoff.py)."""
     started, seconds, runs, cut, stopped = time.perf_counter(), {}, {}, {}, None
+    bars: dict[str, RivalBar | None] = {}  # what a later probe's floor is held against (probe_cutoff.py)
     try:
         for layout in layouts:
             settings = probe_settings(probe.settings, layout)
             probe.say(f"layout: probing {layout}: a round of up to {settings.trials_per_task} trials a task, timed")
-            cutoff = rival_cutoff(layout, seconds)
+            cutoff = rival_cutoff(layout, bars)
             run = runs[layout] = probe.tune(settings, cutoff.attach if cutoff else None)
             if run.control.stop_requested:
                 stopped = run  # its store stays open: the caller resumes from it
@@ -178,6 +185,8 @@ def probe_layouts(
             if cutoff and cutoff.floor_s:
                 cut[layout] = run.cut_reason
             seconds[layout] = cutoff.floor_s if layout in cut else probe_latency(run.store, run)
+            if layout not in cut:
+                bars[layout] = probe_bar(run.store, run)
         timed = {layout: each for layout, each in runs.items() if layout not in cut}
         in_turns = time_probes_in_turns(timed, target) if len(timed) > 1 else {}
     finally:
@@ -189,13 +198,32 @@ def probe_layouts(
     return layout_verdict(target, figures), run
 
 
-def rival_cutoff(layout: str, seconds: dict[str, float | None]) -> ProbeCutoff | None:
-    """The cutoff for the probe of `layout` against the fastest model timed before it, if any."""
-    timed = {each: s for each, s in seconds.items() if s is not None}
-    if not timed:
+@dataclass(frozen=True)
+class RivalBar:
+    """A finished probe's figure a later probe's floor is held against, and what it is."""
+
+    seconds: float
+    what: str  # "timed" (its compiled model) or "estimated"
+
+
+def rival_bar(timed_s: float | None, estimate_s: float | None) -> RivalBar | None:
+    """The probe's timed model, or its estimate where that is higher. A later probe's floor is
+    a sum of programs timed alone, the estimate's kind of figure; it may stand for the compiled
+    model only while models time at least about their estimates. Where a probe's model timed
+    below its own estimate (a U-Net's Winograd probe ran 0.6x it, and its blocked probe was cut
+    at a floor below that estimate), the later probe's estimate may read as high, so its floor
+    is held against the rival's estimate: like against like."""
+    known = [RivalBar(s, what) for s, what in ((timed_s, "timed"), (estimate_s, "estimated")) if s is not None]
+    return max(known, key=lambda bar: bar.seconds) if known else None
+
+
+def rival_cutoff(layout: str, bars: dict[str, RivalBar | None]) -> ProbeCutoff | None:
+    """The cutoff for the probe of `layout` against the lowest bar of the probes before it, if any."""
+    known = {each: bar for each, bar in bars.items() if bar is not None}
+    if not known:
         return None
-    rival = min(timed, key=timed.__getitem__)
-    return ProbeCutoff(layout, rival, timed[rival])
+    rival = min(known, key=lambda each: known[each].seconds)
+    return ProbeCutoff(layout, rival, known[rival].seconds, known[rival].what)
 
 
 def unmeasured_choice(settings: TuneSettings, target: Target) -> LayoutChoice | None:

@@ -7,8 +7,11 @@ later probe trials can lower its best, but a probe gives each task one round), a
 model times 1.0-1.5x its estimate (layout transforms, the VM's calls, cold caches; once 0.78x,
 with programs its estimate left out). Once the floor passes HOPELESS times the first probe's
 timed model, the second's model would time at least 0.78 x 1.5 = 1.17x the first's (the first
-wins at 1.05x): its probe ends, its model is neither compiled nor timed. A probe measures its
-heaviest tasks first (scheduler.first_round_order), so the floor rises fastest.
+wins at 1.05x): its probe ends, its model is neither compiled nor timed. Where the first's model
+timed below its own estimate (a U-Net's Winograd probe ran 0.6x it), the floor is held against
+that estimate instead (layout_choice.rival_bar), since the second's estimate may read as high.
+A probe measures its heaviest tasks first (scheduler.first_round_order), so the floor rises
+fastest.
 
 It ends as a completed session with fewer trials, not a stopped one: a stop is the user's (the
 tune that follows shares the user's control) and the next tune resumes a stopped probe.
@@ -35,8 +38,8 @@ class ProbeCutoff:
     """Ends the probe run it is attached to once its floor makes it hopeless against
     `rival_s`, the other layout's timed model; `floor_s` is then the floor it ended at."""
 
-    def __init__(self, layout: str, rival: str, rival_s: float) -> None:
-        self.layout, self.rival, self.rival_s = layout, rival, rival_s
+    def __init__(self, layout: str, rival: str, rival_s: float, rival_what: str = "timed") -> None:
+        self.layout, self.rival, self.rival_s, self.rival_what = layout, rival, rival_s, rival_what
         self.floor_s: float | None = None
         self.run: TuningRun | None = None
 
@@ -54,7 +57,7 @@ class ProbeCutoff:
         self.floor_s = floor
         run.cut_reason = (
             f"the {self.layout} layout cannot win: {timed} of its {len(run.tasks)} tasks' programs alone take "
-            f"{format_latency(floor)}, {floor / self.rival_s:.1f}x the {self.rival} model's timed "
+            f"{format_latency(floor)}, {floor / self.rival_s:.1f}x the {self.rival} model's {self.rival_what} "
             f"{format_latency(self.rival_s)}"
         )
         run.message(EventKind.INFO, f"layout probe ended early: {run.cut_reason}")

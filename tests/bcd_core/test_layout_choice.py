@@ -4,6 +4,7 @@ model and target, kept by a resumed session; the compiled model is timed at mile
 import json
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import models
 import pytest
@@ -291,6 +292,44 @@ def test_a_second_probe_that_cannot_win_ends_early_and_blocked_is_chosen(
     choice = session_layout_choice(store, store.session(tune.session_id))
     assert choice.layout == "blocked" and "ended early" in choice.reason and choice.nchw_s > 0
     assert tune.session_id != nchw["id"] and tune.trials_done == 3 * len(tune.tasks)
+
+
+def _probe_run(bests: dict[int, float], tasks: int) -> SimpleNamespace:
+    """What a ProbeCutoff reads of a probe's run: its tasks' bests so far, its control, its hooks."""
+    return SimpleNamespace(
+        best=bests,
+        tasks=[SimpleNamespace(weight=1)] * tasks,
+        cut_reason=None,
+        control=SimpleNamespace(stop_requested=False),
+        batch_hooks=[],
+        message=lambda *args: None,
+    )
+
+
+def test_a_later_probe_is_held_against_the_rivals_estimate_where_its_model_timed_below_it(monkeypatch) -> None:
+    """A floor of programs timed alone is the estimate's kind of figure: against a rival whose
+    model timed below its estimate, it must pass HOPELESS times that estimate, not the timed
+    model; against one that timed above it, the timed model as before."""
+    from bcd_core.tuning import probe_cutoff
+
+    hopeless = 1.5  # the module's, which the autouse fixture lifts
+    monkeypatch.setattr(probe_cutoff, "HOPELESS", hopeless)
+    timed, estimate = 0.0178, 0.0295  # a U-Net's Winograd probe
+    cutoff = layout_choice.rival_cutoff("blocked", {"winograd": layout_choice.rival_bar(timed, estimate), "x": None})
+    assert (cutoff.rival, cutoff.rival_s, cutoff.rival_what) == ("winograd", estimate, "estimated")
+    run = _probe_run({0: 0.0270}, tasks=3)  # past HOPELESS x the timed model, below the estimate
+    assert 0.0270 > hopeless * timed
+    cutoff.attach(run)
+    run.batch_hooks[0](0, [], [])
+    assert run.cut_reason is None and cutoff.floor_s is None
+    run.best[1] = 0.0200  # now past HOPELESS x the estimate too
+    run.batch_hooks[0](1, [], [])
+    assert cutoff.floor_s == pytest.approx(0.047) and "the winograd model's estimated 29.5" in run.cut_reason
+    usual = layout_choice.rival_cutoff("nchw", {"blocked": layout_choice.rival_bar(0.030, 0.025)})
+    assert (usual.rival_s, usual.rival_what) == (0.030, "timed")
+    lowest = {"blocked": layout_choice.rival_bar(0.030, 0.025), "winograd": layout_choice.rival_bar(0.018, 0.0295)}
+    assert layout_choice.rival_cutoff("nchw", lowest).rival == "winograd"  # the lowest bar: 29.5 ms against 30
+    assert layout_choice.rival_cutoff("nchw", {"blocked": None}) is None
 
 
 @pytest.mark.slow

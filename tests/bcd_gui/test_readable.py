@@ -106,6 +106,10 @@ def test_no_speedup_is_shown_while_the_untuned_estimate_is_unknown(qtbot, window
     speedup = COLUMNS.index("Speedup")
     assert all(not index.siblingAtColumn(speedup).data() for index in _rows(window.tree_model))
     assert "open the model" in window.overview.values["untuned"].text()
+    # A figure in the metric font, a sentence saying what is missing in the rows' own.
+    metric_size = window.overview.values["estimate"].font().pixelSize()
+    assert "ms" in window.overview.values["estimate"].text() and metric_size == 15
+    assert window.overview.values["untuned"].font().pixelSize() != metric_size
 
 
 def test_a_speedup_is_shown_only_for_the_task_that_was_timed_untuned(qtbot, window, tmp_path) -> None:
