@@ -4,14 +4,11 @@ The probes run one after the other (layout_choice.probe_layouts), so when the se
 first's compiled model has been timed. The second's estimate grows as its tasks get programs:
 the tasks measured so far, weight x best, are a floor under its whole probe's estimate (a task's
 later probe trials can lower its best, but a probe gives each task one round), and a compiled
-model times 1.0-1.5x its estimate (layout transforms, the VM's calls, cold caches; once 0.78x,
-with programs its estimate left out). Once the floor passes HOPELESS times the first probe's
-timed model, the second's model would time at least 0.78 x 1.5 = 1.17x the first's (the first
-wins at 1.05x): its probe ends, its model is neither compiled nor timed. Where the first's model
-timed below its own estimate (a U-Net's Winograd probe ran 0.6x it), the floor is held against
-that estimate instead (layout_choice.rival_bar), since the second's estimate may read as high.
-A probe measures its heaviest tasks first (scheduler.first_round_order), so the floor rises
-fastest.
+model times 1.0-1.5x its estimate (layout transforms, the VM's calls, cold caches; once 0.78x).
+Once the floor passes HOPELESS times the first probe's timed model (its estimate where that is
+higher: layout_choice.rival_bar), the second's model would time at least 0.78 x 1.5 = 1.17x the
+first's (the first wins at 1.05x): its probe ends, its model is neither compiled nor timed. A
+probe measures its heaviest tasks first (scheduler.first_round_order), so the floor rises fastest.
 
 It ends as a completed session with fewer trials, not a stopped one: a stop is the user's (the
 tune that follows shares the user's control) and the next tune resumes a stopped probe.
