@@ -40,6 +40,11 @@ SECOND_CPU_CODE = {
     "squeezenet1_1": "e5750e1",
     "unseen_effnet": "a49bf94",
 }
+# `bcd bench` on a third 2-core CPU, one with AVX2 only (8-channel blocks where the others have 16).
+AVX2_CPU_SET = "docs/bench/blocked-znver3"
+AVX2_CPU_CODE = {"*": "b6531e8"}
+# Where a README row's model was benched, when not on the first CPU.
+ELSEWHERE = {SECOND_CPU_SET: ", Intel Xeon", AVX2_CPU_SET: ", AMD EPYC (AVX2)"}
 GPU_SET = "docs/bench/cuda-8-h200-current"  # the latest check of the CUDA path
 GPU_RESULT = "transformer_encoder_l2-bench.json"
 GPU_MILESTONES = "milestones-check.json"  # the latest code's check there
@@ -286,7 +291,7 @@ def reached_when(speedup: float | None) -> str:
 def readme_table(results: list[Result]) -> list[str]:
     rows = []
     for r in (r for r in results if r.headline):
-        elsewhere = Path(r.matrix_path).parent == Path(SECOND_CPU_SET)
+        elsewhere = ELSEWHERE.get(str(Path(r.matrix_path).parent), "")
         ours, theirs = r.median_measured("bcd"), r.data.onnxruntime_ms
         tuned, ort = f"{ours:#.3g} ms", f"{theirs:#.3g} ms"
         if ours < theirs:
@@ -295,7 +300,7 @@ def readme_table(results: list[Result]) -> list[str]:
             ort = f"**{ort}**"
         rows.append(
             [
-                r.label + (", Intel Xeon" if elsewhere else ""),
+                r.label + elsewhere,
                 reached_when(r.bcd.mean_speedup),
                 f"{r.bcd.final_mean_s * 1e3:#.3g} / {r.bcd.baseline_final_mean_s * 1e3:#.3g} ms",
                 tuned,
@@ -442,7 +447,8 @@ def unseen_line(generated: list[Result]) -> str:
 
 def code_of(r: Result) -> str:
     """The commit a result's tuning code is (`STEM-TPT` before `STEM` before every model's)."""
-    codes = SECOND_CPU_CODE if Path(r.matrix_path).parent == Path(SECOND_CPU_SET) else CURRENT_CODE
+    folder = str(Path(r.matrix_path).parent)
+    codes = {SECOND_CPU_SET: SECOND_CPU_CODE, AVX2_CPU_SET: AVX2_CPU_CODE}.get(folder, CURRENT_CODE)
     for key in (f"{r.model.stem}-{r.trials_per_task}", r.model.stem):
         if key in codes:
             return codes[key]
@@ -571,18 +577,17 @@ def paired_ratio(text: str) -> dict[str, float]:
     return {"median": float(found.group(1)), "low": low, "high": high, "passes": int(passes.group(1))}
 
 
-def agreement_rows() -> list[list[str]]:
-    rows = []
+def agreement_spans() -> tuple[list[float], list[float]]:
+    """Every timing of the module and of onnxruntime in the timing-agreement outputs."""
+    module, ort = [], []
     for path in sorted(Path(ROOT, METHOD_SET).glob("timing_agreement-*.txt")):
-        module, ort = [], []
         for line in path.read_text().splitlines():
             cells = [c.strip() for c in line.strip("|").split("|")]
             if len(cells) == 7 and cells[0].isdigit():
                 values = [float(c.split()[0]) for c in cells[1:]]
                 module += [values[0], values[2]]
                 ort += [values[1], *values[3:]]
-        rows.append([f"`{path.relative_to(ROOT)}`", f"{span(module, 3)} ms", f"{span(ort, 3)} ms"])
-    return rows
+    return module, ort
 
 
 def limits_section(results: list[Result]) -> list[str]:
@@ -602,6 +607,7 @@ def limits_section(results: list[Result]) -> list[str]:
     ]
     widest = max(spreads, key=lambda s: s[1])
     probe_spread = max(results, key=lambda r: max(r.data.probes_ms) / min(r.data.probes_ms))
+    module, ort = agreement_spans()
     return [
         "## What limits these figures",
         "",
@@ -620,10 +626,8 @@ def limits_section(results: list[Result]) -> list[str]:
         "  `python experiments/timing_agreement.py runs/bench/squeezenet1_1-32/squeezenet1_1/squeezenet1_1-bcd-seed1.so"
         " $MODELS/squeezenet1_1.onnx --repeat 3`",
         "  (`bcd check`, the bench's measurement, the dashboard's onnxruntime reference and the bench's",
-        f"  probe, three times each; {METHOD_CODE}) read:",
-        "",
-        *table(["output", "module", "onnxruntime"], agreement_rows()),
-        "",
+        f"  probe, three times each; {METHOD_CODE}) read the module at {span(module, 3)} ms and onnxruntime at",
+        f"  {span(ort, 3)} ms (`{METHOD_SET}/timing_agreement-*.txt`).",
         f"- **The estimate is optimistic.** The compiled models measured {span(all_gaps)}x their estimates in",
         "  these benches' final timings (slow episodes included); where the time goes is above.",
         "  Timing candidates with flushed caches instead made the estimates honest but tuned no faster models:",
@@ -692,6 +696,41 @@ def second_cpu_section() -> list[str]:
     for r in results:
         plot = Path(r.matrix_path.removesuffix(".json") + "-curves.png")
         lines.append(f"![{r.label} on the second CPU]({plot.relative_to('docs')})")
+    return lines + [""]
+
+
+def avx2_cpu_section() -> list[str]:
+    """The same benches on a CPU with AVX2 only: its blocks are 8 channels, not 16, and its
+    register tiles have 16 vector registers, not 32."""
+    results = current_results(AVX2_CPU_SET)
+    if not results:
+        return []
+    first = results[0]
+    against = [f"{r.short} {r.median_measured('bcd') / r.data.onnxruntime_ms:.2f}x" for r in results]
+    reached = [f"{r.short} {x(r.bcd.mean_speedup)}" for r in results]
+    lines = [
+        "## On an AVX2 CPU",
+        "",
+        f"Machine: a 2-vCPU AMD EPYC cloud VM (`{first.target}`: LLVM takes it for Zen 3; AVX2, no AVX-512, so",
+        "the blocked layout's blocks are 8 channels), each vCPU a whole core. The settings above"
+        f" ({first.seeds} runs a side, {first.trials_per_round} candidates per round, cold, in turns):",
+        "",
+        "```sh",
+        *[r.command for r in results],
+        "```",
+        "",
+        *against_onnxruntime_table(results),
+        "",
+        *speed_table(results),
+        "",
+        f"- Stock's time to its final mean estimate over BCD's: {words(reached)}.",
+        f"- BCD's compiled model in the time of onnxruntime's, both timed in turns: {words(against)}.",
+        *slower_than_onnxruntime(results),
+        "",
+    ]
+    for r in results:
+        plot = Path(r.matrix_path.removesuffix(".json") + "-curves.png")
+        lines.append(f"![{r.label} on the AVX2 CPU]({plot.relative_to('docs')})")
     return lines + [""]
 
 
@@ -800,11 +839,7 @@ def gpu_milestones_check() -> list[str]:
     first_stock, first_bcd = stock["milestones"][0], bcd["milestones"][0]
     stock_share = sum(m["cost_s"] for m in stock["milestones"]) / stock["elapsed_s"]
     return [
-        f"**The current code on an H200** (commit {data['code']}, within {data['deadline_s']} s):",
-        "",
-        "```sh",
-        data["command"],
-        "```",
+        f"**The current code on an H200** (commit {data['code']}, within {data['deadline_s']} s): `{data['command']}`",
         "",
         f"- The CUDA tests pass ({data['tests']['passed']}, the diffused programs computed on the GPU included).",
         "- The compiled model is timed on the GPU at milestones: measured / estimate "
@@ -1053,9 +1088,11 @@ def document() -> tuple[str, list[str]]:
         *columns_section(),
         *limits_section(results),
         *second_cpu_section(),
+        *avx2_cpu_section(),
         *gpu_section(),
     ]
-    return "\n".join(lines).rstrip("\n") + "\n", readme_table(results + current_results(SECOND_CPU_SET))
+    elsewhere = current_results(SECOND_CPU_SET) + current_results(AVX2_CPU_SET)
+    return "\n".join(lines).rstrip("\n") + "\n", readme_table(results + elsewhere)
 
 
 def main() -> int:

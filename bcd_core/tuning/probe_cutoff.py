@@ -33,7 +33,8 @@ def measured_floor(run: TuningRun) -> tuple[float, int]:
 
 class ProbeCutoff:
     """Ends the probe run it is attached to once its floor makes it hopeless against
-    `rival_s`, the other layout's timed model; `floor_s` is then the floor it ended at."""
+    `rival_s`, the other layout's timed model or its estimate (`rival_what` says which);
+    `floor_s` is then the floor it ended at."""
 
     def __init__(self, layout: str, rival: str, rival_s: float, rival_what: str = "timed") -> None:
         self.layout, self.rival, self.rival_s, self.rival_what = layout, rival, rival_s, rival_what
