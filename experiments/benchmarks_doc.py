@@ -649,11 +649,9 @@ def limits_section(results: list[Result]) -> list[str]:
         "  What costs is the layout: blocked candidates are dearer (the bench's stock, NCHW: 0.52-0.54 s a",
         "  trial), and the losing probe stays on BCD's clock (a first round a task: 156-182 trials, about",
         "  100 s). BCD's later rounds measure the whole round (16), not trials per task (8): cut to 8, they",
-        "  made its time per trial 1.81x stock's for the same final estimate. The losing NCHW probe measures",
-        "  its heaviest tasks first and ends once they take 1.5x the blocked model's timed latency (design.md):",
-        "  on SqueezeNet (second CPU) after 30-40 of 104 trials, 20-26 s, where the code before (2x, tasks as",
-        "  they came) ran 58-104 trials in 52-67 s; BCD's time per trial fell from 1.28x stock's to 1.17x.",
-        "  Models of few structural relatives (BERT-mini's 14 tasks, the MLP's 4) gain less from diffusion.",
+        "  made its time per trial 1.81x stock's for the same final estimate. A losing probe ends early once",
+        "  its heaviest tasks show it cannot win (design.md). Models of few structural relatives",
+        "  (BERT-mini's 14 tasks, the MLP's 4) gain less from diffusion.",
         "- **Not covered here.** These are cold tunes: the tuning memory's gain (`bcd bench --memory STORE`",
         "  lets BCD draw on earlier tunes while stock stays cold) is not part of this set, and neither are",
         "  larger budgets." + (" A second CPU: below." if elsewhere else ""),
@@ -707,25 +705,21 @@ def avx2_cpu_section() -> list[str]:
         return []
     first = results[0]
     against = [f"{r.short} {r.median_measured('bcd') / r.data.onnxruntime_ms:.2f}x" for r in results]
-    reached = [f"{r.short} {x(r.bcd.mean_speedup)}" for r in results]
     lines = [
         "## On an AVX2 CPU",
         "",
         f"Machine: a 2-vCPU AMD EPYC cloud VM (`{first.target}`: LLVM takes it for Zen 3; AVX2, no AVX-512, so",
         "the blocked layout's blocks are 8 channels), each vCPU a whole core. The settings above"
-        f" ({first.seeds} runs a side, {first.trials_per_round} candidates per round, cold, in turns):",
-        "",
-        "```sh",
-        *[r.command for r in results],
-        "```",
+        f" ({first.seeds} runs a side, {first.trials_per_round} candidates per round, cold, in turns): "
+        + "; ".join(f"`{r.command}`" for r in results)
+        + ".",
         "",
         *against_onnxruntime_table(results),
         "",
         *speed_table(results),
         "",
-        f"- Stock's time to its final mean estimate over BCD's: {words(reached)}.",
-        f"- BCD's compiled model in the time of onnxruntime's, both timed in turns: {words(against)}.",
-        *slower_than_onnxruntime(results),
+        f"- BCD's compiled model in the time of onnxruntime's, both timed in turns: {words(against)}"
+        + (" (slower: a miss)." if any(r.median_measured("bcd") > r.data.onnxruntime_ms for r in results) else "."),
         "",
     ]
     for r in results:
@@ -746,16 +740,6 @@ def slower_than_onnxruntime(results: list[Result]) -> list[str]:
     ]
 
 
-# Hand-written from experiments/stack_position.py's outputs under the second CPU's gap/ folder.
-STACK_POSITION_TEXT = [
-    "- Where the calling thread's stack lies counts a little: TVM runs the first share of a kernel's",
-    "  parallel loop on the calling thread, whose stack holds the kernel's spilled vectors (LLVM does not",
-    "  realign it), and Linux places each process's stack at random. From twelve stack positions",
-    "  SqueezeNet's seed 0 timed 3.14-3.24 ms, the previous bench's (69682af) 3.17-3.36, onnxruntime",
-    "  2.77-2.82 (`experiments/stack_position.py`, two runs each: `gap/stack-*.txt`).",
-]
-
-
 def second_cpu_gaps(results: list[Result]) -> list[str]:
     """Where the second CPU's models spend the time their estimates leave out (e2e_gap.py on
     BCD's seed 0, the quietest of its runs)."""
@@ -774,7 +758,6 @@ def second_cpu_gaps(results: list[Result]) -> list[str]:
     return lines + [
         "- On this CPU the estimate (each kernel timed alone and warm, as stock times it) reads further below",
         "  the compiled model than on the first; the dashboard, the progress line and the report show both.",
-        *STACK_POSITION_TEXT,
         "",
     ]
 
