@@ -102,16 +102,12 @@ def probe_settings(settings: TuneSettings, layout: str) -> TuneSettings:
     return replace(settings, conv_layout=layout, trials_per_task=trials, trials_per_round=trials, layout_probe=True)
 
 
-def probe_latency(store: RecordStore, run: TuningRun) -> float | None:
-    """The probe's compiled model as timed at its last milestone, else its estimate."""
+def probe_figures(store: RecordStore, run: TuningRun) -> tuple[float | None, float | None]:
+    """The probe's compiled model as timed at its last milestone (None: not timed), and its
+    estimate (None: a task has no program)."""
     timed = store.model_latencies(run.session_id)
-    return timed[-1]["measured_latency_s"] if timed else estimated_latency(run.tasks, model_best(run))
-
-
-def probe_bar(store: RecordStore, run: TuningRun) -> RivalBar | None:
-    """What a later probe's floor is held against: `rival_bar` of this probe's figures."""
-    timed = store.model_latencies(run.session_id)
-    return rival_bar(timed[-1]["measured_latency_s"] if timed else None, estimated_latency(run.tasks, model_best(run)))
+    estimate = estimated_latency(run.tasks, model_best(run))
+    return (timed[-1]["measured_latency_s"] if timed else None), estimate
 
 
 def probe_library(run: TuningRun, folder: Path) -> Path | None:
@@ -184,9 +180,12 @@ def probe_layouts(
                 return None, run
             if cutoff and cutoff.floor_s:
                 cut[layout] = run.cut_reason
-            seconds[layout] = cutoff.floor_s if layout in cut else probe_latency(run.store, run)
-            if layout not in cut:
-                bars[layout] = probe_bar(run.store, run)
+            if layout in cut:
+                seconds[layout] = cutoff.floor_s
+            else:  # its timed model, else its estimate; a later probe's bar: rival_bar
+                timed_s, estimate_s = probe_figures(run.store, run)
+                seconds[layout] = timed_s if timed_s is not None else estimate_s
+                bars[layout] = rival_bar(timed_s, estimate_s)
         timed = {layout: each for layout, each in runs.items() if layout not in cut}
         in_turns = time_probes_in_turns(timed, target) if len(timed) > 1 else {}
     finally:
