@@ -592,6 +592,7 @@ def agreement_spans() -> tuple[list[float], list[float]]:
 
 def limits_section(results: list[Result]) -> list[str]:
     elsewhere = current_results(SECOND_CPU_SET)
+    others = "Other CPUs: below." if current_results(AVX2_CPU_SET) else "A second CPU: below."
     smallest = min(results + elsewhere, key=lambda r: (r.trials_per_task, -r.tasks))
     where = " (second CPU)" if Path(smallest.matrix_path).parent == Path(SECOND_CPU_SET) else ""
     smallest_stock_s = [run.elapsed_s for run in smallest.runs(BASELINE)]
@@ -654,7 +655,7 @@ def limits_section(results: list[Result]) -> list[str]:
         "  (BERT-mini's 14 tasks, the MLP's 4) gain less from diffusion.",
         "- **Not covered here.** These are cold tunes: the tuning memory's gain (`bcd bench --memory STORE`",
         "  lets BCD draw on earlier tunes while stock stays cold) is not part of this set, and neither are",
-        "  larger budgets." + (" A second CPU: below." if elsewhere else ""),
+        "  larger budgets." + (f" {others}" if elsewhere else ""),
         "",
     ]
 
