@@ -187,3 +187,26 @@ def added_mutators(generator: ms.space_generator.PostOrderApply, task: Task) -> 
         ).space_generator.mutator_probs
     }
     return [m for m in generator.mutator_probs if type(m) not in stock]
+
+
+def test_a_block_count_without_small_divisors_still_tiles_several_blocks(model_dir: Path) -> None:
+    """80 output channels make 10 blocks of 8 (or 5 of 16): besides 1, the register tile can hold
+    5 of them, a divisor above 4, and such a program computes the convolution. With one block
+    each input value loaded feeds a single multiply-add."""
+    path = models.convnet(model_dir / "eighty_channels.onnx", channels=(16, 80), size=8)
+    (task,) = [t for t in tasks_in(path, LayoutMode.BLOCKED) if "conv2d_NCHWc" in t.name]
+    drawn = set()
+    for seed in range(1, 41):
+        context = ms.TuneContext(
+            mod=task.mod, target=TARGET, space_generator=space_generator(task.mod, TARGET), rand_state=seed
+        )
+        (tiled,) = [s for s in context.generate_design_space() if is_register_tiled(s.trace)]
+        tile = next(i for i in tiled.trace.insts if i.kind.name == "SamplePerfectTile")
+        drawn.add(int(tiled.trace.decisions[tile][-1]))
+        if int(tiled.trace.decisions[tile][-1]) == 5:
+            for postproc in context.space_generator.postprocs:
+                assert postproc.apply(tiled), postproc
+            expected = run(tvm.compile(task.mod, target=TARGET).mod, task)
+            got = run(tvm.compile(tiled.mod, target=TARGET).mod, task)
+            np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    assert 5 in drawn, drawn
