@@ -25,7 +25,13 @@ from tvm.topi.nn.winograd_util import _cook_toom_convolution, _interpolation_poi
 
 TILE = 4  # outputs per tile side: F(4x4, 3x3), 6x6 input tiles
 ALPHA = TILE + 2
-MIN_CHANNELS = 16  # below this, a GEMM over the channels is too short to repay the transforms
+# Winograd saves multiplications but moves more data: the transformed input tiles and the GEMM's
+# output are 2.25 times the input and output, written and read again. Per tile it saves about
+# 216 x C_in x C_out FLOPs for some 288 x (C_in + C_out) extra bytes, about 0.4 C FLOPs a byte
+# with C channels in and out. Inside a model those tiles come from memory, not from the caches
+# of a task timed alone, and below 64 channels the saving does not pay for the traffic: models
+# estimated faster with Winograd ran slower than their direct ones (docs/design.md).
+MIN_CHANNELS = 64
 # The transformed filters are four times the direct ones (6x6 against 3x3) and the GEMM uses
 # each of them once per tile: 2 FLOPs per tile for every 4 bytes, where a direct convolution
 # uses each filter value once per output pixel. At batch 1 in a whole model the filters come

@@ -394,7 +394,7 @@ def test_where_winograd_fits_three_layouts_are_probed_and_the_rule_chooses(tmp_p
     compiles) is in the chosen layout."""
     from bcd_core.tuning.layout_verdict import chosen_layout
 
-    model = models.convnet(tmp_path / "three.onnx", channels=(3, 16, 32), size=24)
+    model = models.convnet(tmp_path / "three.onnx", channels=(3, 64, 64), size=24)
     db = tmp_path / "three.db"
     tune = run_session(model, db, host_target(), auto(trials_per_task=2))
     store = RecordStore(db)

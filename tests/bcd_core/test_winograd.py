@@ -66,10 +66,10 @@ def names(mod: tvm.IRModule) -> list[str]:
 @pytest.mark.parametrize("target", [AVX2, AVX512], ids=["avx2", "avx512"])
 def test_only_the_convolutions_winograd_fits_are_lowered_to_it(model_dir: Path, target) -> None:
     """The mobile block's stem (3 channels in), depthwise and 1x1 convolutions stay direct; its
-    one dense 3x3 convolution of 16 channels becomes Winograd where its output has enough tiles
+    one dense 3x3 convolution of 64 channels becomes Winograd where its output has enough tiles
     (22x22: 36), for either vector width, and the weight transform is folded away before any
-    task is extracted. At 6x6 (4 tiles) it stays direct too."""
-    model = models.mobile_block_cnn(model_dir / "winograd_mobile.onnx", size=44)
+    task is extracted. At 6x6 (4 tiles) it stays direct too, and so it does at 32 channels."""
+    model = models.mobile_block_cnn(model_dir / "winograd_mobile.onnx", width=64, size=44)
     imported = import_model(model, layout="winograd", target=target)
     winograd = [name for name in names(imported.relax_mod) if name.startswith("conv2d_winograd_NCHWc")]
     direct = [name for name in names(imported.relax_mod) if name.startswith("conv2d_NCHWc")]
@@ -77,8 +77,13 @@ def test_only_the_convolutions_winograd_fits_are_lowered_to_it(model_dir: Path, 
     fused = names(fuse_for_tuning(imported.relax_mod, target))
     assert not [name for name in fused if "winograd_weight" in name], "the weight transform is left to run"
     builds_and_matches_onnxruntime_here(imported, imported.relax_mod, target)
-    small = import_model(models.mobile_block_cnn(model_dir / "winograd_small.onnx"), layout="winograd", target=target)
+    small = import_model(
+        models.mobile_block_cnn(model_dir / "winograd_small.onnx", width=64), layout="winograd", target=target
+    )
     assert not [name for name in names(small.relax_mod) if "winograd" in name], names(small.relax_mod)
+    narrow = models.mobile_block_cnn(model_dir / "winograd_narrow.onnx", width=32, size=44)
+    narrow_names = names(import_model(narrow, layout="winograd", target=target).relax_mod)
+    assert not [name for name in narrow_names if "winograd" in name], narrow_names
 
 
 def test_the_transforms_are_scheduled_by_their_rules(model_dir: Path) -> None:
@@ -86,7 +91,7 @@ def test_the_transforms_are_scheduled_by_their_rules(model_dir: Path) -> None:
     would leave the transforms unvectorized, and their coefficients unfolded where the
     transforms' positions are not unrolled."""
     target = host_target()
-    model = models.convnet(model_dir / "winograd_rules.onnx", channels=(16, 32), size=24)
+    model = models.convnet(model_dir / "winograd_rules.onnx", channels=(64, 64), size=24)
     tasks = extract_tasks(import_model(model, layout="winograd", target=target).relax_mod, target)
     task = next(t for t in tasks if "winograd" in t.name)
     unrolled = {"input_tile": 0, "data_pack_rows": 2, "data_pack": 2, "inverse_rows": 3, "inverse": 2}
@@ -99,7 +104,7 @@ def test_the_transforms_are_scheduled_by_their_rules(model_dir: Path) -> None:
 
 @pytest.mark.slow
 def test_a_cnn_tuned_with_winograd_matches_onnxruntime(tmp_path: Path, model_dir: Path) -> None:
-    model = models.convnet(model_dir / "winograd_convnet.onnx", channels=(3, 16, 32), size=24)
+    model = models.convnet(model_dir / "winograd_convnet.onnx", channels=(3, 64, 64), size=24)
     run = run_session(model, tmp_path / "w.db", host_target(), TuneSettings(trials_per_task=2, conv_layout="winograd"))
     assert any("winograd" in task.name for task in run.tasks)
     executable = compile_tuned(run.database, run.prepared.imported.relax_mod, run.target)
