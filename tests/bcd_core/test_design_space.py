@@ -202,8 +202,9 @@ def test_a_block_count_without_small_divisors_still_tiles_several_blocks(model_d
         )
         (tiled,) = [s for s in context.generate_design_space() if is_register_tiled(s.trace)]
         tile = next(i for i in tiled.trace.insts if i.kind.name == "SamplePerfectTile")
-        drawn.add(int(tiled.trace.decisions[tile][-1]))
-        if int(tiled.trace.decisions[tile][-1]) == 5:
+        blocks = int(tiled.trace.decisions[tile][-1])
+        drawn.add(blocks)
+        if blocks == 5:
             for postproc in context.space_generator.postprocs:
                 assert postproc.apply(tiled), postproc
             expected = run(tvm.compile(task.mod, target=TARGET).mod, task)
